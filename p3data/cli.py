@@ -1,0 +1,95 @@
+"""The `p3data` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from itertools import islice
+
+from p3data.errors import P3DataError
+from p3data.rows import iter_jsonl
+from p3data.templates import (
+    DatasetRenderer,
+    Dropped,
+    TemplateCollection,
+    parse_dataset_key,
+)
+
+RENDER_BATCH = 512
+
+
+def _render(args: argparse.Namespace) -> int:
+    dataset, subset = parse_dataset_key(args.dataset)
+    templates = TemplateCollection.default(args.templates).get(dataset, subset)
+    chosen = [templates[name] for name in args.template] if args.template else list(templates)
+    renderer = DatasetRenderer(chosen, seed=args.seed)
+    for err in renderer.broken.values():
+        print(f"error: {err}", file=sys.stderr)
+    counts: Counter[str] = Counter()
+    rows = iter_jsonl(args.rows)
+    start = 0
+    while batch := list(islice(rows, RENDER_BATCH)):
+        outcomes = renderer.render_batch(batch, start)
+        for offset in range(len(batch)):
+            for name, per_row in outcomes.items():
+                outcome = per_row[offset]
+                record = {"dataset": dataset, "subset": subset, "template": name,
+                          "row": outcome.index}
+                if isinstance(outcome, Dropped):
+                    counts[outcome.reason] += 1
+                    if outcome.error is not None:
+                        print(f"warning: {outcome.error}", file=sys.stderr)
+                    if not args.dropped:
+                        continue
+                    record["dropped"] = outcome.reason
+                    if outcome.error is not None:
+                        record["error"] = str(outcome.error)
+                else:
+                    counts["kept"] += 1
+                    record.update(inputs=outcome.inputs, targets=outcome.targets,
+                                  answer_choices=outcome.answer_choices)
+                print(json.dumps(record, ensure_ascii=False))
+        start += len(batch)
+    summary = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
+    print(f"{start} rows x {len(renderer.templates)} templates: {summary or 'nothing'}",
+          file=sys.stderr)
+    return 1 if renderer.broken else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="p3data", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    render = commands.add_parser(
+        "render", help="apply a dataset's templates to rows (JSON Lines in, JSON Lines out)"
+    )
+    render.add_argument("dataset", help="DATASET or DATASET/SUBSET, e.g. super_glue/copa")
+    render.add_argument("--template", action="append", default=[], metavar="NAME",
+                        help="render only this template (repeatable); default: all")
+    render.add_argument("--rows", required=True, metavar="FILE.jsonl", help="one row per line")
+    render.add_argument("--seed", type=int, default=0, help="seed of the `choice` filter")
+    render.add_argument("--dropped", action="store_true",
+                        help="also print dropped (row, template) pairs with the reason")
+    render.add_argument("--templates", action="append", default=[], metavar="DIR",
+                        help="extra template folder layered on top (repeatable)")
+    render.set_defaults(run=_render)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (P3DataError, KeyError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"p3data: error: {message}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""promptsource templates: loading (with overrides and provenance) and sandboxed rendering."""
+
+from p3data.templates.collection import (
+    DatasetTemplates,
+    TemplateCollection,
+    TemplateSource,
+    default_sources,
+    parse_dataset_key,
+)
+from p3data.templates.model import Template, TemplateMetadata
+from p3data.templates.render import (
+    DROP_REASONS,
+    NO_LABEL,
+    CompiledTemplate,
+    DatasetRenderer,
+    Dropped,
+    Outcome,
+    Rendered,
+    prepare_row,
+)
+from p3data.templates.sandbox import choice_seed
+
+__all__ = [
+    "DROP_REASONS",
+    "NO_LABEL",
+    "CompiledTemplate",
+    "DatasetRenderer",
+    "DatasetTemplates",
+    "Dropped",
+    "Outcome",
+    "Rendered",
+    "Template",
+    "TemplateCollection",
+    "TemplateMetadata",
+    "TemplateSource",
+    "choice_seed",
+    "default_sources",
+    "parse_dataset_key",
+    "prepare_row",
+]

@@ -1,0 +1,181 @@
+"""Where templates come from, and how later sources override earlier ones.
+
+Sources, in order: promptsource's installed template folder, the project's `templates/`
+folder, the folders in `P3DATA_TEMPLATE_DIRS`, then folders given by the caller. A template
+with an id seen before replaces the earlier one (a fix); a new id adds a template. Files are
+found up front but parsed only when their dataset is asked for, so registering tasks for a
+few datasets does not parse hundreds of files.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import yaml
+
+from p3data.errors import TemplateFileError
+from p3data.templates.model import Template
+from p3data.templates.yaml_io import read_template_file
+
+TEMPLATE_FILENAME = "templates.yaml"
+ENV_TEMPLATE_DIRS = "P3DATA_TEMPLATE_DIRS"
+
+DatasetKey = tuple[str, str | None]
+
+
+@dataclass(frozen=True)
+class TemplateSource:
+    """A folder laid out like promptsource's: `<dataset>/[<subset>/]templates.yaml`."""
+
+    root: Path
+    origin: str
+
+
+def promptsource_dir() -> Path | None:
+    """promptsource's template folder, found without importing `promptsource.templates`."""
+    spec = importlib.util.find_spec("promptsource")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "templates"
+    return folder if folder.is_dir() else None
+
+
+def project_dir() -> Path | None:
+    """The project's own `templates/` folder (installed as `p3data.project_templates`)."""
+    spec = importlib.util.find_spec("p3data.project_templates")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    checkout = Path(__file__).resolve().parents[2] / "templates"
+    return checkout if checkout.is_dir() else None
+
+
+def default_sources(extra_dirs: Iterable[str | os.PathLike] = ()) -> list[TemplateSource]:
+    """promptsource, then the project's folder, then the environment's, then the caller's."""
+    sources = []
+    if (folder := promptsource_dir()) is not None:
+        sources.append(TemplateSource(folder, "promptsource"))
+    if (folder := project_dir()) is not None:
+        sources.append(TemplateSource(folder, "project"))
+    env_dirs = [d for d in os.environ.get(ENV_TEMPLATE_DIRS, "").split(os.pathsep) if d]
+    for folder in [*env_dirs, *extra_dirs]:
+        path = Path(folder)
+        if not path.is_dir():
+            raise TemplateFileError(path, "template folder does not exist")
+        sources.append(TemplateSource(path, str(path)))
+    return sources
+
+
+_TOP_LEVEL_KEY = re.compile(r"^(dataset|subset):[ \t]*(.*)$", re.MULTILINE)
+
+
+def _declared_key(path: Path) -> DatasetKey:
+    """Read the top-level `dataset:`/`subset:` lines without parsing the whole file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise TemplateFileError(path, f"cannot read: {err}") from None
+    found = {}
+    for key, raw in _TOP_LEVEL_KEY.findall(text):
+        try:
+            found[key] = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            raise TemplateFileError(path, f"malformed '{key}:' line") from None
+    dataset = found.get("dataset")
+    if not isinstance(dataset, str) or not dataset:
+        raise TemplateFileError(path, "missing top-level 'dataset:' line")
+    subset = found.get("subset")
+    return dataset, (str(subset) if subset is not None else None)
+
+
+class DatasetTemplates:
+    """All templates of one dataset/subset after overrides, by name (sorted like T0)."""
+
+    def __init__(self, key: DatasetKey, files: Sequence[tuple[Path, str]]):
+        self.dataset, self.subset = key
+        self._files = list(files)
+
+    @cached_property
+    def _by_name(self) -> dict[str, Template]:
+        by_id: dict[str, Template] = {}
+        for path, origin in self._files:
+            dataset, subset, templates = read_template_file(path, origin)
+            if (dataset, subset) != (self.dataset, self.subset):
+                raise TemplateFileError(path, f"declares {dataset}/{subset}, expected {self.key}")
+            for template in templates:
+                by_id[template.id] = template  # later sources override by id
+        by_name: dict[str, Template] = {}
+        for template in by_id.values():
+            if template.name in by_name:
+                other = by_name[template.name]
+                raise TemplateFileError(
+                    template.source or "",
+                    f"template name {template.name!r} ({template.id}) is also used by "
+                    f"{other.id} in {other.source}; give one of them another name or the same id",
+                )
+            by_name[template.name] = template
+        return dict(sorted(by_name.items()))
+
+    @property
+    def key(self) -> str:
+        return f"{self.dataset}/{self.subset}" if self.subset else self.dataset
+
+    @property
+    def names(self) -> list[str]:
+        """Template names in Python's default string order, as T0 iterated them."""
+        return list(self._by_name)
+
+    def __getitem__(self, name: str) -> Template:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"{self.key} has no template named {name!r}") from None
+
+    def __iter__(self) -> Iterator[Template]:
+        return iter(self._by_name.values())
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+
+class TemplateCollection:
+    """Every dataset/subset with templates in the given sources."""
+
+    def __init__(self, sources: Sequence[TemplateSource]):
+        self.sources = list(sources)
+        files: dict[DatasetKey, list[tuple[Path, str]]] = {}
+        for source in self.sources:
+            for path in sorted(source.root.rglob(TEMPLATE_FILENAME)):
+                files.setdefault(_declared_key(path), []).append((path, source.origin))
+        self._datasets = {key: DatasetTemplates(key, found) for key, found in files.items()}
+
+    @classmethod
+    def default(cls, extra_dirs: Iterable[str | os.PathLike] = ()) -> TemplateCollection:
+        return cls(default_sources(extra_dirs))
+
+    def keys(self) -> list[DatasetKey]:
+        return sorted(self._datasets, key=lambda k: (k[0], k[1] or ""))
+
+    def __contains__(self, key: DatasetKey) -> bool:
+        return key in self._datasets
+
+    def get(self, dataset: str, subset: str | None = None) -> DatasetTemplates:
+        try:
+            return self._datasets[(dataset, subset)]
+        except KeyError:
+            name = f"{dataset}/{subset}" if subset else dataset
+            raise KeyError(f"no templates for dataset {name!r}") from None
+
+    def template(self, dataset: str, subset: str | None, name: str) -> Template:
+        return self.get(dataset, subset)[name]
+
+
+def parse_dataset_key(text: str) -> DatasetKey:
+    """`dataset` or `dataset/subset` (as on the command line) to a key."""
+    dataset, _, subset = text.partition("/")
+    return dataset, subset or None

@@ -1,0 +1,125 @@
+"""Read promptsource's template YAML (`!Template`, `!TemplateMetadata`) without promptsource.
+
+promptsource loads these files with PyYAML's FullLoader into its own classes, which drags in
+pandas and pkg_resources. Here the two tags map onto plain dataclasses through a safe (C) loader.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from p3data.errors import TemplateFileError
+from p3data.templates.model import Template, TemplateMetadata
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Tagged(dict):
+    """A mapping read under one of promptsource's tags."""
+
+    tag = ""
+
+
+class _TemplateNode(_Tagged):
+    tag = "!Template"
+
+
+class _MetadataNode(_Tagged):
+    tag = "!TemplateMetadata"
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
+    pass
+
+
+def _constructor(kind: type[_Tagged]):
+    def construct(loader: yaml.Loader, node: yaml.Node) -> _Tagged:
+        return kind(loader.construct_mapping(node, deep=True))
+
+    return construct
+
+
+_Loader.add_constructor("!Template", _constructor(_TemplateNode))
+_Loader.add_constructor("!TemplateMetadata", _constructor(_MetadataNode))
+
+_TEMPLATE_KEYS = {"id", "name", "jinja", "reference", "metadata", "answer_choices"}
+_METADATA_KEYS = {"original_task", "choices_in_prompt", "metrics"}
+
+
+def read_template_file(path: Path, origin: str = "") -> tuple[str, str | None, list[Template]]:
+    """Parse one `templates.yaml`; returns (dataset, subset, templates in file order)."""
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise TemplateFileError(path, f"malformed YAML: {at}{err.problem or err}") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise TemplateFileError(path, f"cannot read: {err}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("templates"), dict):
+        raise TemplateFileError(path, "expected a mapping with a 'templates' mapping")
+    dataset = data.get("dataset")
+    if not isinstance(dataset, str) or not dataset:
+        raise TemplateFileError(path, "missing 'dataset' name")
+    subset = data.get("subset")
+    if subset is not None and not isinstance(subset, str):
+        raise TemplateFileError(path, f"'subset' must be a string, not {subset!r}")
+    templates = [
+        _to_template(path, origin, dataset, subset, key, node)
+        for key, node in data["templates"].items()
+    ]
+    return dataset, subset, templates
+
+
+def _to_template(
+    path: Path, origin: str, dataset: str, subset: str | None, key: Any, node: Any
+) -> Template:
+    where = f"template {key!r}"
+    if not isinstance(node, _TemplateNode):
+        raise TemplateFileError(path, f"{where}: expected a !Template entry")
+    unknown = set(node) - _TEMPLATE_KEYS
+    if unknown:
+        raise TemplateFileError(path, f"{where}: unknown keys {sorted(unknown)}")
+    for required in ("id", "name", "jinja"):
+        if not isinstance(node.get(required), str):
+            raise TemplateFileError(path, f"{where}: '{required}' must be a string")
+    if node["id"] != key:
+        raise TemplateFileError(path, f"{where}: key differs from its id {node['id']!r}")
+    choices = node.get("answer_choices")
+    if choices is not None and not isinstance(choices, str):
+        raise TemplateFileError(path, f"{where}: 'answer_choices' must be a string")
+    return Template(
+        id=node["id"],
+        name=node["name"],
+        jinja=node["jinja"],
+        dataset=dataset,
+        subset=subset,
+        answer_choices=choices,
+        reference=str(node.get("reference") or ""),
+        metadata=_to_metadata(path, where, node.get("metadata")),
+        source=path,
+        origin=origin,
+    )
+
+
+def _to_metadata(path: Path, where: str, node: Any) -> TemplateMetadata:
+    if node is None:
+        return TemplateMetadata()
+    if not isinstance(node, _MetadataNode):
+        raise TemplateFileError(path, f"{where}: 'metadata' must be a !TemplateMetadata entry")
+    unknown = set(node) - _METADATA_KEYS
+    if unknown:
+        raise TemplateFileError(path, f"{where}: unknown metadata keys {sorted(unknown)}")
+    metrics = node.get("metrics")
+    if metrics is not None and not (
+        isinstance(metrics, list) and all(isinstance(m, str) for m in metrics)
+    ):
+        raise TemplateFileError(path, f"{where}: 'metrics' must be a list of names")
+    return TemplateMetadata(
+        original_task=node.get("original_task"),
+        choices_in_prompt=node.get("choices_in_prompt"),
+        metrics=tuple(metrics) if metrics is not None else None,
+    )
