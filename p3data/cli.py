@@ -59,6 +59,74 @@ def _render(args: argparse.Namespace) -> int:
     return 1 if renderer.broken else 0
 
 
+def _definitions():
+    from p3data import t0
+    from p3data.catalog import Catalog
+
+    return t0.define(Catalog.load(), TemplateCollection.default())
+
+
+def _list(args: argparse.Namespace) -> int:
+    definitions = _definitions()
+    if args.mixture:
+        if args.mixture not in definitions.mixtures:
+            raise P3DataError(f"unknown mixture {args.mixture!r}; known: "
+                              + ", ".join(definitions.mixtures))
+        names = definitions.mixtures[args.mixture].tasks
+    else:
+        names = definitions.tasks
+    for name in sorted(names):
+        print(name)
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    import difflib
+
+    definitions = _definitions()
+    spec = definitions.tasks.get(args.task)
+    if spec is None:
+        close = difflib.get_close_matches(args.task, definitions.tasks, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise P3DataError(f"no task named {args.task!r}{hint}")
+    template, entry = spec.template, spec.entry
+    features = ["inputs: int32 [None] (prompt token ids, no EOS)",
+                "targets: int32 [None] (token ids + EOS)",
+                "inputs_pretokenized: string", "targets_pretokenized: string"]
+    if spec.score_eval:
+        features += ["idx: int32 [2] (example, choice)", "is_correct: bool",
+                     "weight: float32 (1.0)"]
+    elif template.answer_choices is not None:
+        features.append("answer_choices: string [None]")
+    mixtures = [m.name for m in definitions.mixtures.values() if spec.name in m.tasks]
+    print(f"task:      {spec.name}")
+    print(f"dataset:   {entry.name}  (catalog: {entry.source})")
+    print(f"template:  {template.name!r}  id {template.id}  ({template.origin}: {template.source})")
+    kind = ("rank classification (one example per answer choice)" if spec.score_eval
+            else "prompted text to text")
+    print(f"kind:      {kind}")
+    print(f"original task: {template.metadata.original_task}  metrics: "
+          f"{', '.join(template.metadata.metrics or ()) or '-'}")
+    print("splits:    " + ", ".join(
+        f"{split} <- {source} ({entry.splits[source]:,} rows)"
+        for split, source in spec.split_mapping.items()))
+    print("features:  " + "\n           ".join(features))
+    print(f"rate:      {spec.cap:,} (T0 training cap)")
+    print(f"mixtures:  {', '.join(mixtures) or '-'}")
+    return 0
+
+
+def _vocab(args: argparse.Namespace) -> int:
+    from p3data.catalog import Catalog
+    from p3data.samples import rendered_texts
+    from p3data.vocab import train_vocabulary
+
+    path = train_vocabulary(rendered_texts(Catalog.load(), TemplateCollection.default()),
+                            args.out, args.size)
+    print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="p3data", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -76,6 +144,20 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--templates", action="append", default=[], metavar="DIR",
                         help="extra template folder layered on top (repeatable)")
     render.set_defaults(run=_render)
+
+    listing = commands.add_parser("list", help="task names, one per line")
+    listing.add_argument("--mixture", help="only the tasks of this mixture, e.g. t0_train")
+    listing.set_defaults(run=_list)
+
+    show = commands.add_parser("show", help="what a task is: dataset, template, splits, rate")
+    show.add_argument("task")
+    show.set_defaults(run=_show)
+
+    vocab = commands.add_parser(
+        "vocab", help="train an offline SentencePiece model on the rendered samples")
+    vocab.add_argument("--out", required=True, help="where to write the .model file")
+    vocab.add_argument("--size", type=int, default=8000, help="vocabulary size (before extra ids)")
+    vocab.set_defaults(run=_vocab)
     return parser
 
 

@@ -2,8 +2,8 @@
 T0's row rule (`t0/seqio_tasks/utils.py: apply_template`), re-stated here for the tests.
 
 Two test-only adjustments, neither of which changes what a template renders:
-- promptsource compiles each template on every call; compiled templates are memoised here so
-  the reference runs in reasonable time;
+- promptsource compiles each template on every call; compiled templates that do not draw
+  random choices are memoised here so the reference runs in reasonable time;
 - promptsource's `choice` filter draws from the global `random` module; here it draws from the
   same per-row seeded RNG p3data uses, so templates that use `choice` can be compared exactly.
 """
@@ -21,7 +21,17 @@ from promptsource.utils import removeHyphen
 from p3data.templates import choice_seed
 
 _env = ps_templates.env
-_env.from_string = functools.lru_cache(maxsize=None)(_env.from_string)
+_compile = _env.from_string
+_memoised = functools.lru_cache(maxsize=None)(_compile)
+
+
+def _from_string(source):
+    # Jinja folds `[...] | choice` over constant lists at compile time, so promptsource draws
+    # while compiling: templates that draw must be compiled per row, as promptsource does.
+    return _compile(source) if "choice" in source else _memoised(source)
+
+
+_env.from_string = _from_string
 
 
 class _Draws:

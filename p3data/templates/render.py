@@ -82,7 +82,7 @@ def _with_truncation(jinja: str) -> str:
 
 
 def _uses_choice(ast: nodes.Template) -> bool:
-    return any(node.name == "choice" for node in ast.find_all(nodes.Filter))
+    return any(node.name in ("choice", "random") for node in ast.find_all(nodes.Filter))
 
 
 class CompiledTemplate:

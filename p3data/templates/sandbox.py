@@ -50,6 +50,11 @@ class RowRandom:
 
 @pass_context
 def _choice(context: Context, items: Sequence[Any]) -> Any:
+    """promptsource's `choice` (and Jinja's `random`), drawing from the row's own RNG.
+
+    Taking the context also keeps Jinja from folding `[...] | choice` over a constant list at
+    compile time, so a compiled template still draws once per row, as promptsource did.
+    """
     rng = context.get(RNG_KEY)
     if rng is None:
         raise RuntimeError("the 'choice' filter needs a row RNG; render through p3data")
@@ -109,6 +114,7 @@ def make_environment() -> SandboxedEnvironment:
     env = SandboxedEnvironment(undefined=FieldUndefined)
     env.globals["zip"] = zip
     env.filters["choice"] = _choice
+    env.filters["random"] = _choice  # Jinja's own would draw from the global RNG
     env.filters["most_frequent"] = _most_frequent
     env.filters["highlight"] = _highlight
     return env

@@ -1,0 +1,115 @@
+"""Turning task and mixture specs into registered seqio Tasks and Mixtures.
+
+`p3data.tasks` uses this for T0's definitions; users use it for their own datasets and
+templates (see `register_prompted`), getting the same naming, features and rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import seqio
+import tensorflow as tf
+
+from p3data import metrics, t0
+from p3data.catalog import Catalog, read_catalog_file
+from p3data.preprocessors import rank_classification
+from p3data.sources import PromptedSource
+from p3data.templates import CompiledTemplate, Template, TemplateCollection
+from p3data.vocab import VOCABULARY
+
+OUTPUT_FEATURES = {
+    # T0 feeds prompts without EOS and appends EOS (id 1) to targets.
+    "inputs": seqio.Feature(VOCABULARY, add_eos=False, dtype=tf.int32),
+    "targets": seqio.Feature(VOCABULARY, add_eos=True, dtype=tf.int32),
+}
+EVAL_RATE = functools.partial(seqio.mixing_rate_num_examples,
+                              maximum=t0.MAX_EXAMPLES_PER_DATASET)
+
+
+@functools.cache
+def fixed_answer_choices(template: Template) -> tuple[str, ...] | None:
+    """Compiled on first use, never at import."""
+    choices = CompiledTemplate(template).fixed_answer_choices
+    return tuple(choices) if choices is not None else None
+
+
+def _postprocess(template: Template, output: Any, example: Any = None,
+                 is_target: bool = False) -> Any:
+    choices = fixed_answer_choices(template)
+    return metrics.class_id_postprocessor(list(choices) if choices else None)(
+        output, example=example, is_target=is_target)
+
+
+def _rank_metric(template: Template, targets: Any, scores: Any) -> dict[str, float]:
+    """seqio passes log-likelihood scores to metrics whose second argument is `scores`."""
+    choices = fixed_answer_choices(template)
+    return metrics.rank_classification(num_classes=len(choices) if choices else None)(
+        targets, scores)
+
+
+def register_task(spec: t0.TaskSpec, data_dir: str | os.PathLike | None = None) -> seqio.Task:
+    """One seqio Task: tokenize, EOS on targets, then a cache placeholder (like T0's)."""
+    source = PromptedSource(spec.entry, spec.template, spec.split_mapping, data_dir)
+    cached = [seqio.preprocessors.tokenize, seqio.preprocessors.append_eos,
+              seqio.CacheDatasetPlaceholder(required=False)]
+    if spec.score_eval:
+        preprocessors = [rank_classification, *cached]
+        metric_fns = [functools.partial(_rank_metric, spec.template)]
+        postprocess_fn = metrics.rank_classification_postprocessor
+    else:
+        preprocessors = cached
+        metric_fns = metrics.task_metrics(spec.entry.dataset, spec.entry.subset,
+                                          spec.template.metadata.metrics or ())
+        postprocess_fn = functools.partial(_postprocess, spec.template)
+    return seqio.TaskRegistry.add(
+        spec.name,
+        source=source,
+        preprocessors=preprocessors,
+        output_features=OUTPUT_FEATURES,
+        metric_fns=metric_fns,
+        postprocess_fn=postprocess_fn,
+    )
+
+
+def register_mixture(name: str, tasks: Iterable[str],
+                     rates: Mapping[str, float] | None = None) -> seqio.Mixture:
+    """Fixed per-task rates (like T0's training caps), or example counts capped at 500k."""
+    tasks = list(tasks)
+    if rates is not None:
+        return seqio.MixtureRegistry.add(name, [(task, rates[task]) for task in tasks])
+    return seqio.MixtureRegistry.add(name, tasks, default_rate=EVAL_RATE)
+
+
+def register_definitions(definitions: t0.T0Definitions,
+                         data_dir: str | os.PathLike | None = None) -> None:
+    for spec in definitions.tasks.values():
+        register_task(spec, data_dir)
+    for mixture in definitions.mixtures.values():
+        if not mixture.tasks:
+            continue
+        rates = ({task: definitions.tasks[task].cap for task in mixture.tasks}
+                 if mixture.rate_by_cap else None)
+        register_mixture(mixture.name, mixture.tasks, rates)
+
+
+def register_prompted(
+    catalog_files: Iterable[str | os.PathLike] = (),
+    template_dirs: Iterable[str | os.PathLike] = (),
+    data_dir: str | os.PathLike | None = None,
+) -> list[str]:
+    """Register tasks for datasets in extra catalog files, with T0's naming and features.
+
+    Templates come from promptsource, the project and `template_dirs` (later ones override by
+    id). Only datasets of the given catalog files get tasks here; T0's own tasks are
+    registered by `import p3data.tasks`. Returns the names of the new tasks.
+    """
+    catalog = Catalog(entry for path in catalog_files for entry in read_catalog_file(Path(path)))
+    definitions = t0.define(catalog, TemplateCollection.default(template_dirs))
+    for spec in definitions.tasks.values():
+        register_task(spec, data_dir)
+    return list(definitions.tasks)

@@ -1,0 +1,152 @@
+"""T0's rules for turning the catalog and the templates into tasks and mixtures.
+
+Pure data, no seqio: the same task list drives registration (`p3data.tasks`), the cache
+builder and `p3data plan`. The rules follow t-zero's `t0/seqio_tasks/tasks.py`:
+- one task per dataset/subset x template (ANLI: per round, named `anli_<template>_r1`...),
+  named `re.sub(r"[^\\w\\d\\._]+", "_", f"{dataset}_{subset}_{template}")`;
+- a `_score_eval` twin for every template with an `answer_choices` expression;
+- training rate = T0's `train_size`, or 500,000 // (all templates of the dataset) above 500k;
+- eval mixtures hold the twins of `original_task` templates; the bias mixture all twins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from p3data.catalog import Catalog, DatasetEntry
+from p3data.templates import Template, TemplateCollection
+
+MAX_EXAMPLES_PER_DATASET = 500_000
+SCORE_EVAL_SUFFIX = "_score_eval"
+
+# Mixtures whose tasks are sampled by `train_size` caps; the others by example counts (max 500k).
+TRAINING_MIXTURES = {
+    "t0_train": ("t0",),
+    "t0+_train": ("t0", "t0+"),
+    "t0++_train": ("t0", "t0+", "t0++"),
+}
+MIXTURE_NAMES = (
+    "t0_train", "t0+_train", "t0++_train", "t0_eval_score_eval", "t0_train_score_eval",
+    "t0_train_one_og_prompt", "t0_train_all_og_prompts", "bias_fairness_eval_score_eval",
+)
+# t-zero's D4_TRAIN_SKIP_EVAL, matched as substrings of task names: "train tasks we don't care
+# about evaluating on", left out of t0_train_score_eval.
+TRAIN_SCORE_EVAL_SKIP = (
+    "paws_labeled_final", "adversarial_qa_dbidaf", "adversarial_qa_dbert", "duorc_ParaphraseRC",
+    "dream", "amazon_polarity", "app_reviews", "imdb", "wiki_bio", "gigaword", "multi_news",
+    "samsum", "dbpedia_14", "trec",
+)
+# t-zero's D4_TRAIN_SCORE_EVAL_TASK_BLACKLIST ("tasks that failed caching") lists score-eval
+# tasks of these datasets; every one of their original-task twins is named there or skipped.
+TRAIN_SCORE_EVAL_FAILED = {("amazon_polarity", None), ("dbpedia_14", None),
+                           ("wiki_hop", "original")}
+# t-zero's TASK_BLACKLIST names no task that exists at promptsource 0.1.0, so it is not needed.
+
+
+def task_clean(text: str) -> str:
+    return re.sub(r"[^\w\d\._]+", "_", text)
+
+
+def task_name(dataset: str, subset: str | None, template_name: str) -> str:
+    middle = f"_{subset}_" if subset is not None else "_"
+    return task_clean(dataset + middle + template_name)
+
+
+def training_cap(train_size: int | None, num_templates: int) -> int:
+    """T0's per-task rate: the train split size, or an even share of 500k for big datasets."""
+    size = train_size or 0
+    return MAX_EXAMPLES_PER_DATASET // num_templates if size > MAX_EXAMPLES_PER_DATASET else size
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Everything needed to build one seqio Task, without building it."""
+
+    name: str
+    entry: DatasetEntry
+    template: Template
+    split_mapping: dict[str, str]  # task split -> source split
+    score_eval: bool = False
+    cap: int = 0  # T0's training rate for this task
+
+    @property
+    def base_name(self) -> str:
+        return self.name.removesuffix(SCORE_EVAL_SUFFIX) if self.score_eval else self.name
+
+
+@dataclass(frozen=True)
+class MixtureSpec:
+    name: str
+    tasks: tuple[str, ...]
+    rate_by_cap: bool  # True: rate = task cap; False: examples in the cache, at most 500k
+
+
+@dataclass(frozen=True)
+class T0Definitions:
+    tasks: dict[str, TaskSpec]
+    mixtures: dict[str, MixtureSpec]
+
+    def rate(self, mixture: str, task: str) -> int | None:
+        """A training mixture's rate for one task (None: decided by example counts)."""
+        return self.tasks[task].cap if self.mixtures[mixture].rate_by_cap else None
+
+
+def _is_original(template: Template) -> bool:
+    return bool(template.metadata.original_task)
+
+
+def define(catalog: Catalog, templates: TemplateCollection) -> T0Definitions:
+    """T0's tasks and its 8 mixtures over every catalog dataset that has templates."""
+    tasks: dict[str, TaskSpec] = {}
+    members: dict[str, list[str]] = {name: [] for name in MIXTURE_NAMES}
+
+    def add(spec: TaskSpec) -> None:
+        if spec.name in tasks:
+            raise ValueError(f"two tasks are named {spec.name!r}")
+        tasks[spec.name] = spec
+
+    for entry in catalog:
+        if entry.key not in templates:
+            continue  # e.g. jigsaw_toxicity_pred: in T0's list, no templates in promptsource
+        dataset_templates = list(templates.get(*entry.key))
+        cap = training_cap(entry.train_size, len(dataset_templates))
+        first_original = next((t for t in dataset_templates if _is_original(t)), None)
+        for round_name, mapping in entry.split_mappings().items():
+            for template in dataset_templates:
+                name = task_name(entry.dataset, entry.subset, template.name)
+                name += f"_{round_name}" if round_name else ""
+                add(TaskSpec(name, entry, template, mapping, cap=cap))
+                twin = None
+                if template.answer_choices:
+                    twin = name + SCORE_EVAL_SUFFIX
+                    add(TaskSpec(twin, entry, template, mapping, score_eval=True, cap=cap))
+                for mixture in _mixtures_of(entry, template, twin, template is first_original):
+                    members[mixture].append(twin if mixture.endswith(SCORE_EVAL_SUFFIX) else name)
+    mixtures = {
+        name: MixtureSpec(name, tuple(members[name]), not name.endswith(SCORE_EVAL_SUFFIX))
+        for name in MIXTURE_NAMES
+    }
+    return T0Definitions(tasks, mixtures)
+
+
+def _mixtures_of(entry: DatasetEntry, template: Template, twin: str | None,
+                 first_original: bool) -> Iterable[str]:
+    """The T0 mixtures a (dataset, template) task or its twin belongs to."""
+    for mixture, roles in TRAINING_MIXTURES.items():
+        if entry.train in roles:
+            yield mixture
+    original = _is_original(template)
+    if entry.train == "t0":
+        if first_original:
+            yield "t0_train_one_og_prompt"
+        if original:
+            yield "t0_train_all_og_prompts"
+        if (original and twin and entry.key not in TRAIN_SCORE_EVAL_FAILED
+                and not any(skip in twin for skip in TRAIN_SCORE_EVAL_SKIP)):
+            yield "t0_train_score_eval"
+    if twin and entry.eval == "held_out" and original:
+        yield "t0_eval_score_eval"
+    if twin and entry.eval == "bias_fairness":
+        yield "bias_fairness_eval_score_eval"

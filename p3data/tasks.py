@@ -1,0 +1,18 @@
+"""`import p3data.tasks` registers every T0 task and T0's 8 mixtures in seqio.
+
+Offline and fast: names, features and rates come from the bundled catalog and the template
+files; no data is read, no vocabulary loaded and no network used until a dataset is asked for.
+Set `P3DATA_CATALOG` / `P3DATA_TEMPLATE_DIRS` before importing to add your own datasets and
+templates, `P3DATA_DATA_DIR` to read rows from a local mirror, `P3DATA_VOCAB` for another
+SentencePiece model.
+"""
+
+from __future__ import annotations
+
+from p3data import t0
+from p3data.catalog import Catalog
+from p3data.registry import register_definitions
+from p3data.templates import TemplateCollection
+
+DEFINITIONS: t0.T0Definitions = t0.define(Catalog.load(), TemplateCollection.default())
+register_definitions(DEFINITIONS)

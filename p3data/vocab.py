@@ -1,0 +1,73 @@
+"""The vocabulary tasks tokenize with: T5's SentencePiece model unless told otherwise.
+
+The model file is decided at first use, not at import: `P3DATA_VOCAB` or `set_vocabulary()`
+may name another one (e.g. the offline sample vocabulary) any time before tokenizing starts.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import seqio
+
+T5_VOCAB = "gs://t5-data/vocabs/cc_all.32000/sentencepiece.model"
+EXTRA_IDS = 100
+ENV_VOCAB = "P3DATA_VOCAB"
+# Trained by `p3data vocab` from the bundled samples: works offline, for tests and the demo.
+SAMPLE_VOCAB = Path(__file__).parent / "data" / "vocab" / "sample.model"
+
+_chosen: str | None = None
+
+
+def set_vocabulary(path: str | Path | None) -> None:
+    """Use this SentencePiece model (None: back to `P3DATA_VOCAB` or T5's)."""
+    global _chosen
+    _chosen = str(path) if path is not None else None
+
+
+def vocabulary_path() -> str:
+    return _chosen or os.environ.get(ENV_VOCAB) or T5_VOCAB
+
+
+class ConfiguredVocabulary(seqio.SentencePieceVocabulary):
+    """A SentencePiece vocabulary (100 extra ids, like T5's) whose file is chosen lazily."""
+
+    def __init__(self) -> None:
+        super().__init__(sentencepiece_model_file="", extra_ids=EXTRA_IDS)
+
+    def _model_context(self):
+        if self._model is None:
+            self._sentencepiece_model_file = vocabulary_path()
+        return super()._model_context()
+
+    @property
+    def sentencepiece_model_file(self) -> str:
+        return self._sentencepiece_model_file or vocabulary_path()
+
+
+VOCABULARY = ConfiguredVocabulary()
+
+
+def train_vocabulary(texts: Iterable[str], model_path: str | Path, vocab_size: int = 8000) -> Path:
+    """Train a T5-shaped SentencePiece model (pad 0, eos 1, unk 2, no bos) on `texts`.
+
+    Lines are fed from memory and the model is written from memory, so no temporary path ends
+    up inside the model: the same texts give the same model bytes.
+    """
+    import sentencepiece as spm
+
+    lines = (line.strip() for text in texts for line in text.splitlines() if line.strip())
+    model = io.BytesIO()
+    spm.set_random_generator_seed(0)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=lines, model_writer=model, vocab_size=vocab_size,
+        model_type="unigram", character_coverage=1.0, pad_id=0, eos_id=1, unk_id=2, bos_id=-1,
+        num_threads=1, shuffle_input_sentence=False, hard_vocab_limit=False, minloglevel=2,
+    )
+    model_path = Path(model_path)
+    model_path.parent.mkdir(parents=True, exist_ok=True)
+    model_path.write_bytes(model.getvalue())
+    return model_path

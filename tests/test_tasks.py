@@ -1,0 +1,170 @@
+"""`import p3data.tasks`: stock seqio reads T0's tasks from the sample mirror, offline."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import seqio
+import tensorflow as tf
+
+from p3data.samples import SAMPLES_DIR, sample_rows
+from p3data.stores import ENV_DATA_DIR, ENV_MANUAL_DIR, DataNotFoundError
+from p3data.templates import CompiledTemplate, Rendered
+from p3data.vocab import ENV_VOCAB, SAMPLE_VOCAB, set_vocabulary
+
+os.environ[ENV_DATA_DIR] = str(SAMPLES_DIR)
+set_vocabulary(SAMPLE_VOCAB)
+
+import p3data.tasks  # noqa: E402
+
+DEFINITIONS = p3data.tasks.DEFINITIONS
+EOS = 1
+
+
+def examples(name: str, split: str, **kwargs) -> list[dict]:
+    task = seqio.get_mixture_or_task(name)
+    dataset = task.get_dataset(None, split=split, shuffle=False, **kwargs)
+    return list(dataset.as_numpy_iterator())
+
+
+def rendered(name: str, split: str) -> list[Rendered]:
+    spec = DEFINITIONS.tasks[name]
+    rows = sample_rows(spec.entry.dataset, spec.entry.subset, spec.split_mapping[split])
+    compiled = CompiledTemplate(spec.template)
+    outcomes = [compiled.render(row, i) for i, row in enumerate(rows)]
+    return [o for o in outcomes if isinstance(o, Rendered)]
+
+
+def test_everything_is_registered():
+    assert set(DEFINITIONS.tasks) <= set(seqio.TaskRegistry.names())
+    assert len(DEFINITIONS.tasks) == 971
+    mixture = seqio.get_mixture_or_task("t0_train")
+    assert len(mixture.tasks) == 313
+    assert sum(mixture.get_rate(task) for task in mixture.tasks) == 17_277_798
+    for name in p3data.t0.MIXTURE_NAMES:
+        assert name in seqio.MixtureRegistry.names()
+
+
+@pytest.mark.parametrize("name, split", [
+    ("super_glue_copa_exercise", "validation"),
+    ("cos_e_v1.11_description_question_option_id", "train"),
+    ("anli_GPT_3_style_r1", "validation"),
+    ("squad_v2_Questions_with_Context", "train"),
+])
+def test_plain_task_features_and_text(name, split):
+    got = examples(name, split)
+    want = rendered(name, split)
+    assert len(got) == len(want) > 0
+    vocab = seqio.get_mixture_or_task(name).output_features["targets"].vocabulary
+    for example, expected in zip(got, want, strict=True):
+        assert example["inputs"].dtype == np.int32 and example["targets"].dtype == np.int32
+        assert example["inputs_pretokenized"].decode() == expected.inputs
+        assert example["targets_pretokenized"].decode() == expected.targets
+        assert example["targets"][-1] == EOS and EOS not in example["inputs"]
+        # SentencePiece normalises whitespace, as T5's model does.
+        assert vocab.decode(example["inputs"].tolist()) == " ".join(expected.inputs.split())
+        if expected.answer_choices is not None:
+            assert [c.decode() for c in example["answer_choices"]] == expected.answer_choices
+
+
+def test_anli_round_reads_its_own_split():
+    got = examples("anli_GPT_3_style_r2", "validation")
+    premises = {row["premise"] for row in sample_rows("anli", None, "dev_r2")}
+    assert got and all(any(p in e["inputs_pretokenized"].decode() for p in premises) for e in got)
+
+
+def test_hidden_labels_become_no_label():
+    got = examples("super_glue_rte_GPT_3_style", "test")
+    assert got and {e["targets_pretokenized"].decode() for e in got} == {"<NO LABEL>"}
+
+
+def test_score_eval_twin_has_one_example_per_choice():
+    name = "super_glue_copa_exercise"
+    twin = examples(name + "_score_eval", "validation")
+    base = rendered(name, "validation")
+    assert len(twin) == sum(len(r.answer_choices) for r in base)
+    for example in twin:
+        assert example["idx"].dtype == np.int32 and example["idx"].shape == (2,)
+        assert example["is_correct"].dtype == np.bool_ and example["weight"] == np.float32(1.0)
+        assert example["targets"][-1] == EOS and "answer_choices" not in example
+    by_input: dict[int, list] = {}
+    for example in twin:
+        by_input.setdefault(int(example["idx"][0]), []).append(example)
+    assert sorted(by_input) == list(range(len(base)))
+    for i, group in by_input.items():
+        assert [int(e["idx"][1]) for e in group] == list(range(len(base[i].answer_choices)))
+        correct = [e["targets_pretokenized"].decode() for e in group if e["is_correct"]]
+        assert correct == [base[i].targets]
+
+
+def test_unknown_task_is_a_clear_error():
+    with pytest.raises(ValueError, match="No Task or Mixture found"):
+        seqio.get_mixture_or_task("super_glue_copa_nope")
+
+
+def test_missing_mirror_file_names_the_expected_path(tmp_path, monkeypatch):
+    (tmp_path / "super_glue" / "copa").mkdir(parents=True)
+    monkeypatch.setenv(ENV_DATA_DIR, str(tmp_path))
+    with pytest.raises(DataNotFoundError, match=r"super_glue/copa.*'validation'.*validation\."):
+        examples("super_glue_copa_exercise", "validation")
+
+
+def test_missing_manual_download_says_where_to_put_it(tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV_DATA_DIR)
+    monkeypatch.setenv(ENV_MANUAL_DIR, str(tmp_path))
+    with pytest.raises(DataNotFoundError) as err:
+        examples("story_cloze_2016_Answer_Given_options", "validation")
+    message = str(err.value)
+    assert "story_cloze/2016" in message and str(tmp_path / "story_cloze" / "2016") in message
+    assert "http" in message
+
+
+CACHED_TASKS = ["super_glue_copa_exercise", "super_glue_copa_exercise_score_eval",
+                "anli_GPT_3_style_r1", "super_glue_rte_GPT_3_style"]
+
+
+@pytest.fixture(scope="module")
+def stock_cache(tmp_path_factory) -> Path:
+    """`seqio_cache_tasks --module_import=p3data.tasks`, the stock command line."""
+    out = tmp_path_factory.mktemp("stock_cache")
+    env = {**os.environ, ENV_DATA_DIR: str(SAMPLES_DIR), ENV_VOCAB: str(SAMPLE_VOCAB)}
+    command = [
+        str(Path(sys.executable).with_name("seqio_cache_tasks")),
+        "--module_import=p3data.tasks", f"--output_cache_dir={out}", "--min_shards=2",
+        "--tasks=" + ",".join(CACHED_TASKS), "--pipeline_options=--runner=DirectRunner",
+    ]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+@pytest.mark.parametrize("name", CACHED_TASKS)
+def test_stock_cache_reads_back_like_on_the_fly(stock_cache, name):
+    assert (stock_cache / name / "COMPLETED").exists()
+    seqio.add_global_cache_dirs([str(stock_cache)])
+    split = "test" if "rte" in name else "validation"
+    cached = examples(name, split, use_cached=True)
+    fresh = examples(name, split)
+    key = lambda e: e["inputs_pretokenized"] + e["targets_pretokenized"]  # noqa: E731
+    assert len(cached) == len(fresh) > 0
+    for a, b in zip(sorted(cached, key=key), sorted(fresh, key=key), strict=True):
+        assert a.keys() == b.keys()
+        for feature in a:
+            np.testing.assert_array_equal(a[feature], b[feature])
+
+
+def test_stock_cache_feeds_the_packing_feature_converter(stock_cache):
+    seqio.add_global_cache_dirs([str(stock_cache)])
+    dataset = seqio.get_dataset(
+        "super_glue_copa_exercise", task_feature_lengths={"inputs": 256, "targets": 32},
+        dataset_split="validation", shuffle=False, use_cached=True,
+        feature_converter=seqio.EncDecFeatureConverter(pack=True))
+    batch = next(iter(dataset.batch(2)))
+    assert batch["encoder_input_tokens"].shape == (2, 256)
+    assert batch["decoder_target_tokens"].dtype == tf.int32
+    assert tf.reduce_max(batch["encoder_segment_ids"]) >= 2  # several examples packed per row
