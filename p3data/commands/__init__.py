@@ -1,0 +1,1 @@
+"""Subcommands of the `p3data` command line, one module per job."""

@@ -1,0 +1,68 @@
+"""`p3data render`: apply a dataset's templates to rows, JSON Lines in and out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from itertools import islice
+
+from p3data.rows import iter_jsonl
+from p3data.templates import DatasetRenderer, Dropped, TemplateCollection, parse_dataset_key
+
+RENDER_BATCH = 512
+
+
+def run(args: argparse.Namespace) -> int:
+    dataset, subset = parse_dataset_key(args.dataset)
+    templates = TemplateCollection.default(args.templates).get(dataset, subset)
+    chosen = [templates[name] for name in args.template] if args.template else list(templates)
+    renderer = DatasetRenderer(chosen, seed=args.seed)
+    for err in renderer.broken.values():
+        print(f"error: {err}", file=sys.stderr)
+    counts: Counter[str] = Counter()
+    rows = iter_jsonl(args.rows)
+    start = 0
+    while batch := list(islice(rows, RENDER_BATCH)):
+        outcomes = renderer.render_batch(batch, start)
+        for offset in range(len(batch)):
+            for name, per_row in outcomes.items():
+                outcome = per_row[offset]
+                record = {"dataset": dataset, "subset": subset, "template": name,
+                          "row": outcome.index}
+                if isinstance(outcome, Dropped):
+                    counts[outcome.reason] += 1
+                    if outcome.error is not None:
+                        print(f"warning: {outcome.error}", file=sys.stderr)
+                    if not args.dropped:
+                        continue
+                    record["dropped"] = outcome.reason
+                    if outcome.error is not None:
+                        record["error"] = str(outcome.error)
+                else:
+                    counts["kept"] += 1
+                    record.update(inputs=outcome.inputs, targets=outcome.targets,
+                                  answer_choices=outcome.answer_choices)
+                print(json.dumps(record, ensure_ascii=False))
+        start += len(batch)
+    summary = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
+    print(f"{start} rows x {len(renderer.templates)} templates: {summary or 'nothing'}",
+          file=sys.stderr)
+    return 1 if renderer.broken else 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    render = commands.add_parser(
+        "render", help="apply a dataset's templates to rows (JSON Lines in, JSON Lines out)"
+    )
+    render.add_argument("dataset", help="DATASET or DATASET/SUBSET, e.g. super_glue/copa")
+    render.add_argument("--template", action="append", default=[], metavar="NAME",
+                        help="render only this template (repeatable); default: all")
+    render.add_argument("--rows", required=True, metavar="FILE.jsonl", help="one row per line")
+    render.add_argument("--seed", type=int, default=0, help="seed of the `choice` filter")
+    render.add_argument("--dropped", action="store_true",
+                        help="also print dropped (row, template) pairs with the reason")
+    render.add_argument("--templates", action="append", default=[], metavar="DIR",
+                        help="extra template folder layered on top (repeatable)")
+    render.set_defaults(run=run)

@@ -1,0 +1,76 @@
+"""`p3data list` and `p3data show`: T0's tasks and mixtures, without importing seqio."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+
+from p3data import t0
+from p3data.catalog import Catalog
+from p3data.errors import P3DataError
+from p3data.templates import TemplateCollection
+
+
+def t0_definitions() -> t0.T0Definitions:
+    return t0.define(Catalog.load(), TemplateCollection.default())
+
+
+def list_tasks(args: argparse.Namespace) -> int:
+    definitions = t0_definitions()
+    if args.mixture:
+        if args.mixture not in definitions.mixtures:
+            raise P3DataError(f"unknown mixture {args.mixture!r}; known: "
+                              + ", ".join(definitions.mixtures))
+        names = definitions.mixtures[args.mixture].tasks
+    else:
+        names = definitions.tasks
+    for name in sorted(names):
+        print(name)
+    return 0
+
+
+def show_task(args: argparse.Namespace) -> int:
+    definitions = t0_definitions()
+    spec = definitions.tasks.get(args.task)
+    if spec is None:
+        close = difflib.get_close_matches(args.task, definitions.tasks, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise P3DataError(f"no task named {args.task!r}{hint}")
+    template, entry = spec.template, spec.entry
+    features = ["inputs: int32 [None] (prompt token ids, no EOS)",
+                "targets: int32 [None] (token ids + EOS)",
+                "inputs_pretokenized: string", "targets_pretokenized: string"]
+    if spec.score_eval:
+        features += ["idx: int32 [2] (example, choice)", "is_correct: bool",
+                     "weight: float32 (1.0)"]
+    elif template.answer_choices is not None:
+        features.append("answer_choices: string [None]")
+    mixtures = [m.name for m in definitions.mixtures.values() if spec.name in m.tasks]
+    print(f"task:      {spec.name}")
+    print(f"dataset:   {entry.name}  (catalog: {entry.source})")
+    print(f"template:  {template.name!r}  id {template.id}  ({template.origin}: {template.source})")
+    kind = ("rank classification (one example per answer choice)" if spec.score_eval
+            else "prompted text to text")
+    print(f"kind:      {kind}")
+    print(f"original task: {template.metadata.original_task}  metrics: "
+          f"{', '.join(template.metadata.metrics or ()) or '-'}")
+    print("splits:    " + ", ".join(
+        f"{split} <- {source} ({entry.splits[source]:,} rows)"
+        for split, source in spec.split_mapping.items()))
+    print("features:  " + "\n           ".join(features))
+    if any(definitions.mixtures[m].rate_by_cap for m in mixtures):
+        print(f"rate:      {spec.cap:,} (T0's training cap)")
+    else:
+        print("rate:      examples in the split, at most 500,000 (evaluation mixtures)")
+    print(f"mixtures:  {', '.join(mixtures) or '-'}")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    listing = commands.add_parser("list", help="task names, one per line")
+    listing.add_argument("--mixture", help="only the tasks of this mixture, e.g. t0_train")
+    listing.set_defaults(run=list_tasks)
+
+    show = commands.add_parser("show", help="what a task is: dataset, template, splits, rate")
+    show.add_argument("task")
+    show.set_defaults(run=show_task)
