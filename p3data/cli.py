@@ -6,10 +6,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from p3data.commands import render, tasks, vocab
+from p3data.commands import cache, render, tasks, verify, vocab
 from p3data.errors import P3DataError
 
-COMMANDS = (render, tasks, vocab)
+COMMANDS = (render, tasks, cache, verify, vocab)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,7 +22,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "cache":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.beam_args = rest  # `p3data cache` hands unknown options to Beam
     try:
         return args.run(args)
     except (P3DataError, KeyError) as err:

@@ -119,8 +119,9 @@ def _read_parquet(path: Path) -> Iterator[dict[str, Any]]:
 class ManualStore:
     """Files a user downloaded by hand (e.g. Story Cloze), mapped onto the original schema."""
 
-    def __init__(self, root: Path, entry: DatasetEntry):
+    def __init__(self, root: Path, entry: DatasetEntry, rows_per_shard: int = ROWS_PER_SHARD):
         self.entry = entry
+        self.rows_per_shard = rows_per_shard
         self.spec = entry.manual_download or {}
         self.folder = root / entry.dataset / entry.subset if entry.subset else root / entry.dataset
 
@@ -141,7 +142,7 @@ class ManualStore:
         path = self.path(split)
         with path.open(encoding="utf-8", newline="") as handle:
             count = sum(1 for _ in csv.DictReader(handle))
-        return _row_ranges(path.name, count, ROWS_PER_SHARD, path=str(path))
+        return _row_ranges(path.name, count, self.rows_per_shard, path=str(path))
 
     def read(self, split: str, shard: Shard) -> Iterator[dict[str, Any]]:
         columns = self.spec.get("columns") or {}
@@ -201,12 +202,13 @@ class HubStore:
         yield from data.select(range(shard.start, min(shard.stop, len(data))))
 
 
-def open_store(entry: DatasetEntry, data_dir: str | os.PathLike | None = None) -> RowStore:
+def open_store(entry: DatasetEntry, data_dir: str | os.PathLike | None = None,
+               rows_per_shard: int = ROWS_PER_SHARD) -> RowStore:
     """The mirror when one is set (it is then authoritative), else manual files, else the Hub."""
     root = data_dir or os.environ.get(ENV_DATA_DIR)
     if root:
-        return MirrorStore(Path(root), entry)
+        return MirrorStore(Path(root), entry, rows_per_shard)
     if entry.manual_download:
         manual = os.environ.get(ENV_MANUAL_DIR) or DEFAULT_MANUAL_DIR
-        return ManualStore(Path(manual).expanduser(), entry)
-    return HubStore(entry)
+        return ManualStore(Path(manual).expanduser(), entry, rows_per_shard)
+    return HubStore(entry, rows_per_shard)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import seqio
 
+from p3data.errors import P3DataError
+
 T5_VOCAB = "gs://t5-data/vocabs/cc_all.32000/sentencepiece.model"
 EXTRA_IDS = 100
 ENV_VOCAB = "P3DATA_VOCAB"
@@ -20,6 +22,10 @@ ENV_VOCAB = "P3DATA_VOCAB"
 SAMPLE_VOCAB = Path(__file__).parent / "data" / "vocab" / "sample.model"
 
 _chosen: str | None = None
+
+
+class VocabularyError(P3DataError):
+    """The vocabulary model cannot be read."""
 
 
 def set_vocabulary(path: str | Path | None) -> None:
@@ -30,6 +36,21 @@ def set_vocabulary(path: str | Path | None) -> None:
 
 def vocabulary_path() -> str:
     return _chosen or os.environ.get(ENV_VOCAB) or T5_VOCAB
+
+
+def read_vocabulary(path: str | None = None) -> bytes:
+    """The SentencePiece model's bytes (local path or any filesystem Beam knows, e.g. gs://)."""
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    path = path or vocabulary_path()
+    try:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+            return handle.read()
+    except Exception as err:  # noqa: BLE001 - any filesystem's failure means the same here
+        raise VocabularyError(
+            f"cannot read the SentencePiece model {path!r} ({err}); pass --vocab or set "
+            f"{ENV_VOCAB} (offline: {SAMPLE_VOCAB})") from None
 
 
 class ConfiguredVocabulary(seqio.SentencePieceVocabulary):

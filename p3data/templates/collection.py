@@ -49,10 +49,9 @@ def promptsource_dir() -> Path | None:
 def project_dir() -> Path | None:
     """The project's own `templates/` folder (installed as `p3data.project_templates`)."""
     spec = importlib.util.find_spec("p3data.project_templates")
-    if spec is not None and spec.submodule_search_locations:
-        return Path(next(iter(spec.submodule_search_locations)))
-    checkout = Path(__file__).resolve().parents[2] / "templates"
-    return checkout if checkout.is_dir() else None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def default_sources(extra_dirs: Iterable[str | os.PathLike] = ()) -> list[TemplateSource]:

@@ -1,0 +1,74 @@
+"""File access for caches on any filesystem Beam knows (local disk, gs://, ...).
+
+Files are written under a temporary name and renamed into place, so a reader (or a rerun
+after a crash) never sees a half-written file under its final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+RAW = CompressionTypes.UNCOMPRESSED
+
+
+def join(*parts: str) -> str:
+    return FileSystems.join(*parts)
+
+
+def exists(path: str) -> bool:
+    return FileSystems.exists(path)
+
+
+def makedirs(path: str) -> None:
+    if not FileSystems.exists(path):
+        with contextlib.suppress(OSError):  # made meanwhile by another worker
+            FileSystems.mkdirs(path)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str) -> Iterator[BinaryIO]:
+    """Write to a temporary sibling, then rename onto `path` once the writing succeeded."""
+    parent = path.rsplit("/", 1)[0]
+    makedirs(parent)
+    temporary = f"{path}.tmp-{uuid.uuid4().hex}"
+    handle = FileSystems.create(temporary, compression_type=RAW)
+    try:
+        yield handle
+        handle.close()
+    except BaseException:
+        handle.close()
+        FileSystems.delete([temporary])
+        raise
+    if FileSystems.exists(path):
+        FileSystems.delete([path])
+    FileSystems.rename([temporary], [path])
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    with atomic_writer(path) as handle:
+        handle.write(data)
+
+
+def read_bytes(path: str) -> bytes:
+    with FileSystems.open(path, compression_type=RAW) as handle:
+        return handle.read()
+
+
+def open_read(path: str) -> BinaryIO:
+    return FileSystems.open(path, compression_type=RAW)
+
+
+def listdir(pattern: str) -> list[str]:
+    """Paths matching a glob pattern, sorted."""
+    return sorted(m.path for result in FileSystems.match([pattern]) for m in result.metadata_list)
+
+
+def delete_tree(path: str) -> None:
+    if FileSystems.exists(path):
+        FileSystems.delete([path])

@@ -1,0 +1,90 @@
+"""The intermediate files between the two stages: one part (records + meta) per task, split
+and source shard, under `<output>/.p3data-work/<task>/<split>/`.
+
+A part's meta is written after its records, so a meta with the right fingerprint means the
+part is complete: that is what makes a rerun skip finished shards.
+
+A record is a serialized `tf.train.Example` without its `idx` feature, prefixed by the
+example's number within the shard and its choice number for `_score_eval` tasks: `idx[0]`
+counts kept examples over the whole split, which is only known once every shard is done.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from p3data.cache import fs
+from p3data.cache.example import varint
+
+BASE, TWIN = 0, 1
+MAX_ERRORS_KEPT = 5  # row errors quoted per part (all are counted)
+
+
+def part_path(work_dir: str, task: str, split: str, index: int, suffix: str) -> str:
+    return fs.join(work_dir, task, split, f"part-{index:05d}{suffix}")
+
+
+@dataclass
+class PartMeta:
+    fingerprint: str
+    rows: list[int]  # [start, stop) of the source shard: a rerun cut differently redoes it
+    rows_read: int = 0
+    kept: int = 0  # kept source examples (for twins: before expanding the choices)
+    examples: int = 0  # records in the part
+    inputs_tokens: int = 0
+    inputs_max_tokens: int = 0
+    targets_tokens: int = 0
+    targets_max_tokens: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # the first few row errors, verbatim
+    failed: str = ""  # why the shard could not be processed at all
+
+    def add_tokens(self, inputs: list[int], targets: list[int]) -> None:
+        """seqio's stats: count ids that are neither EOS (1) nor padding (0)."""
+        n_in = len(inputs) - inputs.count(0) - inputs.count(1)
+        n_out = len(targets) - targets.count(0) - targets.count(1)
+        self.examples += 1
+        self.inputs_tokens += n_in
+        self.targets_tokens += n_out
+        self.inputs_max_tokens = max(self.inputs_max_tokens, n_in)
+        self.targets_max_tokens = max(self.targets_max_tokens, n_out)
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self), sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> PartMeta:
+        return cls(**json.loads(data))
+
+
+def read_meta(path: str) -> PartMeta | None:
+    return PartMeta.from_json(fs.read_bytes(path)) if fs.exists(path) else None
+
+
+def base_record(entries: bytes) -> bytes:
+    return bytes([BASE]) + entries
+
+
+def twin_record(ordinal: int, choice: int, entries: bytes) -> bytes:
+    return bytes([TWIN]) + varint(ordinal) + varint(choice) + entries
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def unpack_record(record: bytes) -> tuple[tuple[int, int] | None, bytes]:
+    """(local idx or None, the example's other map entries)."""
+    if record[0] == BASE:
+        return None, record[1:]
+    ordinal, pos = _read_varint(record, 1)
+    choice, pos = _read_varint(record, pos)
+    return (ordinal, choice), record[pos:]

@@ -1,0 +1,59 @@
+"""`p3data cache`: build seqio caches (or P3's layout) of T0's tasks with Beam.
+
+Options p3data does not know are Beam pipeline options and go to Beam as they are, e.g.
+`--runner=DataflowRunner --project=... --region=... --temp_location=gs://...` or
+`--direct_num_workers=2 --direct_running_mode=multi_processing`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from p3data.samples import SAMPLES_DIR
+
+
+def run(args: argparse.Namespace) -> int:
+    from p3data.cache.plan import CacheConfig, select_tasks
+    from p3data.cache.run import run_cache, summary_table
+    from p3data.commands.tasks import t0_definitions
+    from p3data.vocab import read_vocabulary
+
+    data_dir = str(SAMPLES_DIR) if args.samples else args.data_dir
+    config = CacheConfig(
+        output_dir=args.output_dir, vocab_model=read_vocabulary(args.vocab),
+        data_dir=data_dir, seed=args.seed, shards=args.shards, p3_layout=args.p3_layout,
+        rows_per_shard=args.rows_per_shard)
+    specs = select_tasks(t0_definitions(), args.mixture, args.tasks)
+    result = run_cache(config, specs, args.splits, args.beam_args, args.progress_every)
+    print(summary_table(result, args.output_dir, args.p3_layout))
+    return 0 if result.ok else 1
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    cache = commands.add_parser("cache", help="build seqio caches of tasks with Apache Beam",
+                                description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    cache.add_argument("--mixture", action="append", default=[], metavar="NAME",
+                       help="cache the tasks of this mixture (repeatable), e.g. t0_train")
+    cache.add_argument("--tasks", action="append", default=[], metavar="REGEX",
+                       help="cache tasks whose full name matches (repeatable)")
+    cache.add_argument("--output-dir", required=True, help="cache root (local or gs://)")
+    source = cache.add_mutually_exclusive_group()
+    source.add_argument("--data-dir", default=None,
+                        help="local mirror <dir>/<dataset>[/<subset>]/<split>.{parquet,jsonl} "
+                             "(default: $P3DATA_DATA_DIR, else manual folder or the Hub)")
+    source.add_argument("--samples", action="store_true",
+                        help="read the bundled sample rows (offline demo and tests)")
+    cache.add_argument("--vocab", default=None,
+                       help="SentencePiece model (default: $P3DATA_VOCAB, else T5's)")
+    cache.add_argument("--shards", type=int, default=None,
+                       help="output shards per split (default: ~1 per 10k examples, max 64)")
+    cache.add_argument("--splits", action="append", default=[], metavar="SPLIT",
+                       help="only these task splits (repeatable), e.g. train")
+    cache.add_argument("--seed", type=int, default=0, help="seed of templates' random choices")
+    cache.add_argument("--p3-layout", action="store_true",
+                       help="write P3's layout: data/<task>/, one shard per split, index CSV")
+    cache.add_argument("--rows-per-shard", type=int, default=50_000,
+                       help="source rows per unit of work: smaller means more parallelism")
+    cache.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS")
+    cache.set_defaults(run=run)

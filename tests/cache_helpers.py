@@ -1,0 +1,60 @@
+"""Shared helpers for the cache builder's tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from p3data.catalog import Catalog
+from p3data.samples import SAMPLES_DIR, generate_rows, sample_splits
+from p3data.vocab import SAMPLE_VOCAB
+
+P3DATA = str(Path(sys.executable).with_name("p3data"))
+
+
+def cache_command(output: Path, *args: str, data_dir: Path | None = None) -> list[str]:
+    source = ["--data-dir", str(data_dir)] if data_dir else ["--samples"]
+    return [P3DATA, "cache", "--output-dir", str(output), "--vocab", str(SAMPLE_VOCAB),
+            *source, "--progress-every", "1", *args]
+
+
+def run_cache(output: Path, *args: str, data_dir: Path | None = None,
+              check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run(cache_command(output, *args, data_dir=data_dir),
+                            capture_output=True, text=True, timeout=1200)
+    if check:
+        assert result.returncode == 0, result.stderr[-4000:] + result.stdout[-2000:]
+    return result
+
+
+def write_mirror(root: Path, dataset: str, subset: str | None, rows: int, seed: int = 0) -> None:
+    """A local mirror of generated rows for every split of a dataset."""
+    entry = Catalog.load().get(dataset, subset)
+    folder = root / dataset / subset if subset else root / dataset
+    folder.mkdir(parents=True, exist_ok=True)
+    for split in sample_splits(dataset, subset):
+        with (folder / f"{split}.jsonl").open("w") as handle:
+            for row in generate_rows(entry, split, rows, seed):
+                handle.write(json.dumps(row) + "\n")
+
+
+def copy_samples(root: Path, dataset: str, subset: str | None = None) -> Path:
+    source = SAMPLES_DIR / dataset / subset if subset else SAMPLES_DIR / dataset
+    target = root / dataset / subset if subset else root / dataset
+    target.mkdir(parents=True, exist_ok=True)
+    for path in source.glob("*.jsonl"):
+        (target / path.name).write_text(path.read_text())
+    return target
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under root, by relative path."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def env_without_mirror() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "P3DATA_DATA_DIR"}

@@ -1,0 +1,202 @@
+"""`p3data cache`: seqio's cache format, read back by stock seqio; determinism; resuming;
+bad rows and missing files; P3's layout; `p3data verify`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import seqio
+import tensorflow as tf
+from cache_helpers import cache_command, copy_samples, run_cache, tree, write_mirror
+
+from p3data.cache.verify import verify_task
+from p3data.samples import SAMPLES_DIR
+from p3data.stores import ENV_DATA_DIR
+from p3data.vocab import SAMPLE_VOCAB, set_vocabulary
+
+os.environ[ENV_DATA_DIR] = str(SAMPLES_DIR)
+set_vocabulary(SAMPLE_VOCAB)
+import p3data.tasks  # noqa: E402,F401
+
+TASKS = ["super_glue_copa_exercise", "super_glue_copa_exercise_score_eval",
+         "super_glue_copa__As_a_result_C1_or_C2_", "anli_GPT_3_style_r1",
+         "anli_GPT_3_style_r1_score_eval", "super_glue_rte_GPT_3_style",
+         "squad_v2_Questions_with_Context", "trec_fine_grained_open"]
+PATTERN = "|".join(TASKS)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("cache")
+    run_cache(out, "--tasks", PATTERN)
+    return out
+
+
+def read(name: str, split: str, cache: Path | None) -> list[dict]:
+    task = seqio.get_mixture_or_task(name)
+    if cache is not None:
+        task._cache_dir = str(cache / name)  # read this very cache, not another global one
+    dataset = task.get_dataset(None, split=split, shuffle=False, use_cached=cache is not None)
+    return list(dataset.as_numpy_iterator())
+
+
+def assert_same_examples(a: list[dict], b: list[dict]) -> None:
+    key = lambda e: (e["inputs_pretokenized"], e["targets_pretokenized"])  # noqa: E731
+    assert len(a) == len(b) > 0
+    for x, y in zip(sorted(a, key=key), sorted(b, key=key), strict=True):
+        assert x.keys() == y.keys()
+        for feature in x:
+            np.testing.assert_array_equal(x[feature], y[feature], err_msg=feature)
+
+
+def test_layout_is_seqios(built):
+    folder = built / "super_glue_copa_exercise"
+    names = {p.name for p in folder.iterdir()}
+    assert names == {"COMPLETED", "manifest.json"} | {
+        f"{kind}.{split}.json" for kind in ("info", "stats")
+        for split in ("train", "validation", "test")} | {
+        f"{split}.tfrecord-00000-of-00001" for split in ("train", "validation", "test")}
+    assert (folder / "COMPLETED").read_bytes() == b""
+    info = (folder / "info.validation.json").read_text()
+    assert info == json.dumps(json.loads(info), sort_keys=True, indent=2) + "\n"
+    assert json.loads(info)["features"]["answer_choices"] == {"dtype": "string", "shape": [None]}
+    stats = json.loads((folder / "stats.validation.json").read_text())
+    assert set(stats) == {"examples", "inputs_tokens", "inputs_max_tokens", "targets_tokens",
+                          "targets_max_tokens"}
+    assert not (built / ".p3data-work").exists()
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_stock_seqio_reads_the_cache_like_on_the_fly(built, name):
+    split = "test" if "rte" in name else "validation" if "copa" in name or "anli" in name \
+        else "train"
+    cached, fresh = read(name, split, built), read(name, split, None)
+    assert_same_examples(cached, fresh)
+    if name.endswith("_score_eval"):  # idx counts kept examples over the whole split
+        assert [tuple(e["idx"]) for e in cached] == [tuple(e["idx"]) for e in fresh]
+
+
+def test_token_stats_count_like_seqio(built):
+    examples = read("super_glue_copa_exercise", "train", built)
+    stats = json.loads((built / "super_glue_copa_exercise" / "stats.train.json").read_text())
+    assert stats["examples"] == len(examples)
+    assert stats["targets_tokens"] == sum(int((e["targets"] > 1).sum()) for e in examples)
+    assert stats["inputs_max_tokens"] == max(int((e["inputs"] > 1).sum()) for e in examples)
+
+
+def test_packing_feature_converter_reads_it(built):
+    seqio.get_mixture_or_task("super_glue_copa_exercise")._cache_dir = str(
+        built / "super_glue_copa_exercise")
+    dataset = seqio.get_dataset(
+        "super_glue_copa_exercise", task_feature_lengths={"inputs": 256, "targets": 32},
+        dataset_split="train", shuffle=False, use_cached=True,
+        feature_converter=seqio.EncDecFeatureConverter(pack=True))
+    batch = next(iter(dataset.batch(2)))
+    assert batch["encoder_input_tokens"].shape == (2, 256)
+    assert tf.reduce_max(batch["encoder_segment_ids"]) >= 2
+
+
+def test_rerun_is_byte_identical_whatever_the_sharding(built, tmp_path):
+    run_cache(tmp_path, "--tasks", PATTERN, "--rows-per-shard", "3")
+    assert tree(tmp_path) == tree(built)
+
+
+def test_verify_passes_and_catches_tampering(built, tmp_path):
+    assert all(not verify_task(str(p)) for p in built.iterdir())
+    run_cache(tmp_path, "--tasks", "super_glue_copa_exercise")
+    shard = tmp_path / "super_glue_copa_exercise" / "train.tfrecord-00000-of-00001"
+    shard.write_bytes(shard.read_bytes()[:-3])
+    problems = verify_task(str(tmp_path / "super_glue_copa_exercise"))
+    assert any("sha256" in p for p in problems) and any("truncated" in p for p in problems)
+
+
+def test_bad_row_is_counted_and_the_task_completes(tmp_path):
+    mirror = tmp_path / "mirror"
+    folder = copy_samples(mirror, "super_glue", "copa")
+    rows = (folder / "train.jsonl").read_text().splitlines()
+    broken = json.loads(rows[0])
+    del broken["premise"]
+    (folder / "train.jsonl").write_text("\n".join([json.dumps(broken), *rows[1:]]) + "\n")
+    out = tmp_path / "out"
+    run_cache(out, "--tasks", "super_glue_copa_exercise", data_dir=mirror)
+    manifest = json.loads((out / "super_glue_copa_exercise" / "manifest.json").read_text())
+    train = manifest["splits"]["train"]
+    assert train["dropped"] == {"render_error": 1}
+    assert "premise" in train["errors"][0] and "row 0" in train["errors"][0]
+    assert train["rows_read"] == len(rows) and train["stats"]["examples"] == len(rows) - 1
+    assert (out / "super_glue_copa_exercise" / "COMPLETED").exists()
+
+
+def test_missing_source_file_fails_only_that_task(tmp_path):
+    mirror = tmp_path / "mirror"
+    copy_samples(mirror, "super_glue", "rte")
+    (copy_samples(mirror, "super_glue", "copa") / "validation.jsonl").unlink()
+    out = tmp_path / "out"
+    result = run_cache(out, "--tasks", "super_glue_copa_exercise|super_glue_rte_GPT_3_style",
+                       data_dir=mirror, check=False)
+    assert result.returncode == 1
+    assert "super_glue_copa_exercise" in result.stdout and "validation" in result.stdout
+    assert not (out / "super_glue_copa_exercise" / "COMPLETED").exists()
+    assert (out / "super_glue_rte_GPT_3_style" / "COMPLETED").exists()
+
+
+def test_p3_layout(tmp_path):
+    run_cache(tmp_path, "--tasks", "super_glue_copa_exercise|super_glue_axg_GPT_3_style",
+              "--p3-layout")
+    folder = tmp_path / "data" / "super_glue_copa_exercise"
+    assert sorted(p.name for p in folder.glob("*.tfrecord-*")) == [
+        "test.tfrecord-00000-of-00001", "train.tfrecord-00000-of-00001",
+        "validation.tfrecord-00000-of-00001"]
+    assert json.loads((folder / "info.train.json").read_text())["seqio_version"] == "0.0.6"
+    index = (tmp_path / "data_split_sizes.csv").read_text().splitlines()
+    assert index[0] == "Data(sub)set|Number of examples per splits"
+    sizes = dict(line.split("|", 1) for line in index[1:])
+    assert set(json.loads(sizes["super_glue_axg_GPT_3_style"])) == {"test"}
+
+
+def test_empty_split_is_written_like_seqio(tmp_path):
+    mirror = tmp_path / "mirror"
+    folder = copy_samples(mirror, "super_glue", "copa")
+    (folder / "test.jsonl").write_text("")
+    out = tmp_path / "out"
+    run_cache(out, "--tasks", "super_glue_copa_exercise", data_dir=mirror)
+    task = out / "super_glue_copa_exercise"
+    assert (task / "info.test.json").read_text() == "{}\n"
+    assert (task / "stats.test.json").read_text() == '{\n  "examples": 0\n}\n'
+    assert (task / "test.tfrecord-00000-of-00001").read_bytes() == b""
+
+
+def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path):
+    mirror = tmp_path / "mirror"
+    write_mirror(mirror, "super_glue", "copa", 3000)
+    write_mirror(mirror, "glue", "mrpc", 3000)
+    args = ["--tasks", "super_glue_copa.*|glue_mrpc.*", "--rows-per-shard", "250"]
+    reference = tmp_path / "reference"
+    run_cache(reference, *args, data_dir=mirror)
+
+    out = tmp_path / "out"
+    process = subprocess.Popen(cache_command(out, *args, data_dir=mirror),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    markers = out / ".p3data-work" / "units"
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and len(list(markers.glob("*.json"))) < 4:
+        assert process.poll() is None, "the run ended before it could be killed"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    tasks = [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert any(not (p / "COMPLETED").exists() for p in tasks) or len(tasks) < 36
+    for task in tasks:  # whatever claims to be complete really is
+        if (task / "COMPLETED").exists():
+            assert verify_task(str(task)) == []
+
+    run_cache(out, *args, data_dir=mirror)
+    assert tree(out) == tree(reference)
