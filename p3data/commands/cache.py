@@ -11,6 +11,9 @@ import argparse
 
 from p3data.samples import SAMPLES_DIR
 
+# Beam knows DaskRunner only by its full name.
+RUNNER_ALIASES = {"--runner=DaskRunner": "--runner=apache_beam.runners.dask.dask_runner.DaskRunner"}
+
 
 def run(args: argparse.Namespace) -> int:
     from p3data.cache.plan import CacheConfig, select_tasks
@@ -24,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
         data_dir=data_dir, seed=args.seed, shards=args.shards, p3_layout=args.p3_layout,
         rows_per_shard=args.rows_per_shard)
     specs = select_tasks(t0_definitions(), args.mixture, args.tasks)
-    result = run_cache(config, specs, args.splits, args.beam_args, args.progress_every)
+    beam_args = [RUNNER_ALIASES.get(arg, arg) for arg in args.beam_args]
+    result = run_cache(config, specs, args.splits, beam_args, args.progress_every)
     print(summary_table(result, args.output_dir, args.p3_layout))
     return 0 if result.ok else 1
 

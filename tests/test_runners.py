@@ -1,0 +1,38 @@
+"""The cache builder on Beam's runners: every runner writes the same bytes."""
+
+from __future__ import annotations
+
+import pytest
+from cache_helpers import run_cache, tree
+
+TASKS = "super_glue_copa_exercise.*|anli_GPT_3_style_r2.*|super_glue_rte_GPT_3_style"
+
+
+@pytest.fixture(scope="module")
+def in_process(tmp_path_factory):
+    out = tmp_path_factory.mktemp("direct")
+    run_cache(out, "--tasks", TASKS, "--rows-per-shard", "4")
+    return tree(out)
+
+
+def test_direct_runner_with_two_worker_processes(in_process, tmp_path):
+    run_cache(tmp_path, "--tasks", TASKS, "--rows-per-shard", "4", "--direct_num_workers=2",
+              "--direct_running_mode=multi_processing")
+    assert tree(tmp_path) == in_process
+
+
+def test_portable_runner_with_embedded_job_server(in_process, tmp_path):
+    run_cache(tmp_path, "--tasks", TASKS, "--rows-per-shard", "4", "--runner=PortableRunner",
+              "--job_endpoint=embed", "--environment_type=LOOPBACK")
+    assert tree(tmp_path) == in_process
+
+
+def test_dask_cluster_with_two_worker_processes(in_process, tmp_path):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        assert len(cluster.workers) == 2
+        run_cache(tmp_path, "--tasks", TASKS, "--rows-per-shard", "4", "--runner=DaskRunner",
+                  f"--dask_client_address={cluster.scheduler_address}")
+    assert tree(tmp_path) == in_process
