@@ -4,7 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.p3data-installed
 
-.PHONY: install test lint demo bench clean
+.PHONY: install test lint demo bench vocab clean
+DEMO_DIR ?= demo_output
+SAMPLE_VOCAB := p3data/data/vocab/sample.model
 
 install: $(STAMP)
 
@@ -24,8 +26,24 @@ test: install
 lint: install
 	$(VENV)/bin/ruff check .
 
+# The main job on the bundled samples: the whole t0_train mixture (313 tasks) as a seqio cache,
+# with the offline sample vocabulary, then checked and read back through stock seqio.
+demo: install
+	$(VENV)/bin/p3data cache --mixture t0_train --samples --vocab $(SAMPLE_VOCAB) \
+		--output-dir $(DEMO_DIR)/t0_train --direct_num_workers=2 --direct_running_mode=multi_processing
+	$(VENV)/bin/p3data verify $(DEMO_DIR)/t0_train
+	$(VENV)/bin/p3data peek $(DEMO_DIR)/t0_train cos_e_v1.11_description_question_option_id \
+		--vocab $(SAMPLE_VOCAB) -n 1
+	$(VENV)/bin/p3data peek $(DEMO_DIR)/t0_train gigaword_TLDR --split validation \
+		--vocab $(SAMPLE_VOCAB) -n 1
+
 bench: install
 	$(PY) benchmarks/render.py
+	$(PY) benchmarks/import_time.py
+
+# Retrain the offline sample vocabulary after changing samples or templates.
+vocab: install
+	$(VENV)/bin/p3data vocab --out $(SAMPLE_VOCAB)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

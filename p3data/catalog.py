@@ -17,6 +17,7 @@ import yaml
 
 from p3data.errors import P3DataError
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: fast
 CATALOG_FILE = Path(__file__).parent / "data" / "catalog.yaml"
 ENV_CATALOG = "P3DATA_CATALOG"
 
@@ -121,7 +122,7 @@ def _entry(raw: Any, path: Path, number: int) -> DatasetEntry:
 
 def read_catalog_file(path: Path) -> list[DatasetEntry]:
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        raw = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_LOADER)  # noqa: S506
     except (OSError, yaml.YAMLError) as err:
         raise CatalogError(f"{path}: cannot read catalog: {err}") from None
     if not isinstance(raw, list):

@@ -6,10 +6,21 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from p3data.commands import cache, render, tasks, verify, vocab
+from p3data.commands import (
+    cache,
+    lint,
+    overlap,
+    peek,
+    plan,
+    render,
+    tasks,
+    validate,
+    verify,
+    vocab,
+)
 from p3data.errors import P3DataError
 
-COMMANDS = (render, tasks, cache, verify, vocab)
+COMMANDS = (render, tasks, cache, verify, peek, vocab, lint, validate, plan, overlap)
 
 
 def build_parser() -> argparse.ArgumentParser:

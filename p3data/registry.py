@@ -20,8 +20,27 @@ from p3data.catalog import Catalog, read_catalog_file
 from p3data.preprocessors import rank_classification
 from p3data.sources import PromptedSource
 from p3data.templates import CompiledTemplate, Template, TemplateCollection
-from p3data.vocab import VOCABULARY
+from p3data.vocab import EXTRA_IDS, vocabulary_path
 
+
+class ConfiguredVocabulary(seqio.SentencePieceVocabulary):
+    """A SentencePiece vocabulary (100 extra ids, like T5's) whose file is chosen lazily."""
+
+    def __init__(self) -> None:
+        super().__init__(sentencepiece_model_file="", extra_ids=EXTRA_IDS)
+
+    def _model_context(self):
+        if self._model is None:
+            self._sentencepiece_model_file = vocabulary_path()
+        return super()._model_context()
+
+    @property
+    def sentencepiece_model_file(self) -> str:
+        return self._sentencepiece_model_file or vocabulary_path()
+
+
+
+VOCABULARY = ConfiguredVocabulary()
 OUTPUT_FEATURES = {
     # T0 feeds prompts without EOS and appends EOS (id 1) to targets.
     "inputs": seqio.Feature(VOCABULARY, add_eos=False, dtype=tf.int32),

@@ -12,10 +12,11 @@ builder and `p3data plan`. The rules follow t-zero's `t0/seqio_tasks/tasks.py`:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from p3data.catalog import Catalog, DatasetEntry
+from p3data.errors import P3DataError
 from p3data.templates import Template, TemplateCollection
 
 MAX_EXAMPLES_PER_DATASET = 500_000
@@ -150,3 +151,33 @@ def _mixtures_of(entry: DatasetEntry, template: Template, twin: str | None,
         yield "t0_eval_score_eval"
     if twin and entry.eval == "bias_fairness":
         yield "bias_fairness_eval_score_eval"
+
+
+def load_definitions() -> T0Definitions:
+    """T0's tasks over the catalog and templates in effect (`P3DATA_CATALOG` and
+    `P3DATA_TEMPLATE_DIRS` included)."""
+    return define(Catalog.load(), TemplateCollection.default())
+
+
+def select(definitions: T0Definitions, mixtures: Sequence[str] = (),
+           patterns: Sequence[str] = ()) -> list[TaskSpec]:
+    """The tasks of the given mixtures, narrowed (or, without mixtures, chosen) by regexes that
+    must match whole task names, as seqio's `--tasks` does."""
+    if not mixtures and not patterns:
+        raise P3DataError("choose tasks with --mixture NAME and/or --tasks REGEX")
+    unknown = [m for m in mixtures if m not in definitions.mixtures]
+    if unknown:
+        raise P3DataError(f"unknown mixture {unknown[0]!r}; known: "
+                          + ", ".join(definitions.mixtures))
+    names = (list(dict.fromkeys(t for m in mixtures for t in definitions.mixtures[m].tasks))
+             if mixtures else list(definitions.tasks))
+    if patterns:
+        try:
+            compiled = [re.compile(pattern) for pattern in patterns]
+        except re.error as err:
+            raise P3DataError(f"--tasks: not a regular expression: {err}") from None
+        names = [name for name in names if any(c.fullmatch(name) for c in compiled)]
+    if not names:
+        where = f" in {', '.join(mixtures)}" if mixtures else ""
+        raise P3DataError(f"no task{where} fully matches {' or '.join(patterns)}")
+    return [definitions.tasks[name] for name in sorted(names)]

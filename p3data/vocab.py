@@ -1,7 +1,8 @@
-"""The vocabulary tasks tokenize with: T5's SentencePiece model unless told otherwise.
+"""Which SentencePiece model to tokenize with: T5's unless told otherwise.
 
-The model file is decided at first use, not at import: `P3DATA_VOCAB` or `set_vocabulary()`
-may name another one (e.g. the offline sample vocabulary) any time before tokenizing starts.
+`P3DATA_VOCAB` or `set_vocabulary()` may name another one (e.g. the offline sample vocabulary)
+any time before tokenizing starts. Free of seqio and TensorFlow, so the cache builder's driver
+and workers stay light; the seqio vocabulary object lives in `p3data.registry`.
 """
 
 from __future__ import annotations
@@ -10,8 +11,6 @@ import io
 import os
 from collections.abc import Iterable
 from pathlib import Path
-
-import seqio
 
 from p3data.errors import P3DataError
 
@@ -53,23 +52,6 @@ def read_vocabulary(path: str | None = None) -> bytes:
             f"{ENV_VOCAB} (offline: {SAMPLE_VOCAB})") from None
 
 
-class ConfiguredVocabulary(seqio.SentencePieceVocabulary):
-    """A SentencePiece vocabulary (100 extra ids, like T5's) whose file is chosen lazily."""
-
-    def __init__(self) -> None:
-        super().__init__(sentencepiece_model_file="", extra_ids=EXTRA_IDS)
-
-    def _model_context(self):
-        if self._model is None:
-            self._sentencepiece_model_file = vocabulary_path()
-        return super()._model_context()
-
-    @property
-    def sentencepiece_model_file(self) -> str:
-        return self._sentencepiece_model_file or vocabulary_path()
-
-
-VOCABULARY = ConfiguredVocabulary()
 
 
 def train_vocabulary(texts: Iterable[str], model_path: str | Path, vocab_size: int = 8000) -> Path:

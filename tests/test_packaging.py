@@ -15,7 +15,8 @@ def test_sdist_installs_everything_workers_need(tmp_path):
     subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path / "dist")],
                    cwd=ROOT, check=True, capture_output=True)
     sdist = next((tmp_path / "dist").glob("p3data-*.tar.gz"))
-    names = tarfile.open(sdist).getnames()
+    with tarfile.open(sdist) as archive:
+        names = archive.getnames()
     assert any(n.endswith("p3data/data/catalog.yaml") for n in names)
     assert any(n.endswith("pipelines/cache.py") for n in names)
     assert sum(n.endswith(".jsonl") for n in names) >= 150

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 
 from p3data import __version__
 from p3data.cache import fs, layout, parts
 from p3data.cache.example import encode_entries, wrap_entries
 from p3data.cache.plan import CacheConfig, TaskInfo, template_digest
-from p3data.cache.tfrecord import frame, read_records
+from p3data.cache.tfrecord import frame, read_frames, read_records
 
 EXAMPLES_PER_SHARD = 10_000  # with --shards unset: about one output shard per 10k examples
 MAX_AUTO_SHARDS = 64  # seqio's --min_shards default: enough for 64 reading hosts
@@ -108,16 +109,23 @@ def _write_shards(config: CacheConfig, info: TaskInfo, split: str, metas: list[p
         for index, meta in enumerate(metas):
             path = parts.part_path(config.work_dir, task, split, index, ".tfrecord")
             with fs.open_read(path) as part:
-                for record in read_records(part, path):
-                    idx, entries = parts.unpack_record(record)
-                    if idx is not None:
-                        entries = encode_entries({"idx": [idx[0] + offset, idx[1]]}) + entries
-                    framed = frame(wrap_entries(entries))
+                for framed in _final_records(part, path, info.spec.score_eval, offset):
                     handles[position % count].write(framed)
                     digests[position % count].update(framed)
                     position += 1
             offset += meta.kept
     return {name: digest.hexdigest() for name, digest in zip(names, digests, strict=True)}
+
+
+def _final_records(part, path: str, score_eval: bool, offset: int) -> Iterator[bytes]:
+    """A part's records as output records: copied as they are, or given their `idx`."""
+    if not score_eval:
+        yield from read_frames(part, path)
+        return
+    for record in read_records(part, path):
+        ordinal, choice, entries = parts.unpack_twin(record)
+        idx = encode_entries({"idx": [ordinal + offset, choice]})
+        yield frame(wrap_entries(idx + entries))
 
 
 class _Writers:

@@ -4,9 +4,10 @@ and source shard, under `<output>/.p3data-work/<task>/<split>/`.
 A part's meta is written after its records, so a meta with the right fingerprint means the
 part is complete: that is what makes a rerun skip finished shards.
 
-A record is a serialized `tf.train.Example` without its `idx` feature, prefixed by the
-example's number within the shard and its choice number for `_score_eval` tasks: `idx[0]`
-counts kept examples over the whole split, which is only known once every shard is done.
+A plain task's part holds its final TFRecords, copied as they are into the output shards. A
+`_score_eval` twin's records are its examples without the `idx` feature, prefixed by the
+example's number within the shard and the choice number: `idx[0]` counts kept examples over
+the whole split, which is only known once every shard is done.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from dataclasses import asdict, dataclass, field
 from p3data.cache import fs
 from p3data.cache.example import varint
 
-BASE, TWIN = 0, 1
 MAX_ERRORS_KEPT = 5  # row errors quoted per part (all are counted)
 
 
@@ -40,10 +40,8 @@ class PartMeta:
     errors: list[str] = field(default_factory=list)  # the first few row errors, verbatim
     failed: str = ""  # why the shard could not be processed at all
 
-    def add_tokens(self, inputs: list[int], targets: list[int]) -> None:
-        """seqio's stats: count ids that are neither EOS (1) nor padding (0)."""
-        n_in = len(inputs) - inputs.count(0) - inputs.count(1)
-        n_out = len(targets) - targets.count(0) - targets.count(1)
+    def add_example(self, n_in: int, n_out: int) -> None:
+        """Count one record with `n_in` input and `n_out` target tokens (see `tokens`)."""
         self.examples += 1
         self.inputs_tokens += n_in
         self.targets_tokens += n_out
@@ -58,16 +56,17 @@ class PartMeta:
         return cls(**json.loads(data))
 
 
+def tokens(ids: list[int]) -> int:
+    """seqio's stats count ids that are neither EOS (1) nor padding (0)."""
+    return len(ids) - ids.count(0) - ids.count(1)
+
+
 def read_meta(path: str) -> PartMeta | None:
     return PartMeta.from_json(fs.read_bytes(path)) if fs.exists(path) else None
 
 
-def base_record(entries: bytes) -> bytes:
-    return bytes([BASE]) + entries
-
-
 def twin_record(ordinal: int, choice: int, entries: bytes) -> bytes:
-    return bytes([TWIN]) + varint(ordinal) + varint(choice) + entries
+    return varint(ordinal) + varint(choice) + entries
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -81,10 +80,8 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def unpack_record(record: bytes) -> tuple[tuple[int, int] | None, bytes]:
-    """(local idx or None, the example's other map entries)."""
-    if record[0] == BASE:
-        return None, record[1:]
-    ordinal, pos = _read_varint(record, 1)
+def unpack_twin(record: bytes) -> tuple[int, int, bytes]:
+    """(example number within the shard, choice number, the other map entries)."""
+    ordinal, pos = _read_varint(record, 0)
     choice, pos = _read_varint(record, pos)
-    return (ordinal, choice), record[pos:]
+    return ordinal, choice, record[pos:]

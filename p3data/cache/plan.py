@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,23 +103,6 @@ class CachePlan:
     @property
     def rows(self) -> int:
         return sum(unit.shard.stop - unit.shard.start for unit in self.units)
-
-
-def select_tasks(definitions: t0.T0Definitions, mixtures: Sequence[str] = (),
-                 patterns: Sequence[str] = ()) -> list[t0.TaskSpec]:
-    """Tasks of the given mixtures and/or matching the regexes (full match, like seqio)."""
-    chosen: dict[str, None] = {}
-    for mixture in mixtures:
-        if mixture not in definitions.mixtures:
-            raise P3DataError(f"unknown mixture {mixture!r}; known: "
-                              + ", ".join(definitions.mixtures))
-        chosen.update(dict.fromkeys(definitions.mixtures[mixture].tasks))
-    if patterns:
-        regex = re.compile("|".join(f"(?:{p})" for p in patterns))
-        chosen.update(dict.fromkeys(n for n in definitions.tasks if regex.fullmatch(n)))
-    if not chosen:
-        raise P3DataError("no task selected: give --mixture and/or --tasks matching task names")
-    return [definitions.tasks[name] for name in sorted(chosen)]
 
 
 def _file_digest(path: str) -> str:

@@ -13,7 +13,7 @@ from contextlib import ExitStack
 from itertools import islice
 
 from p3data.cache import fs, parts
-from p3data.cache.example import encode_entries
+from p3data.cache.example import encode_entries, ids_entry, text_entry, wrap_entries
 from p3data.cache.plan import CacheConfig, TaskOutput, WorkUnit
 from p3data.cache.tfrecord import frame
 from p3data.cache.tokenize import EOS_ID, Tokenizer
@@ -95,32 +95,42 @@ def _count(meta: parts.PartMeta, rows: int, kept: int, outcomes: list) -> None:
 
 def _write(users: list[TaskOutput], kept: list[Rendered], first: int, tokenizer: Tokenizer,
            files: dict, metas: dict[str, parts.PartMeta]) -> None:
+    """Encode each kept render once and share the bytes between a task and its twin.
+
+    Map entries are concatenated in protobuf's deterministic key order (answer_choices,
+    inputs_pretokenized, inputs, is_correct, targets_pretokenized, targets, weight), which
+    serializes the whole example deterministically (tests compare with `encode_example`).
+    """
     if not kept:
         return
-    texts = [r.inputs for r in kept] + [r.targets for r in kept]
     twins = any(out.score_eval for out in users)
     choices = [c for r in kept for c in r.answer_choices or ()] if twins else []
-    ids = tokenizer.encode(texts + choices)
-    inputs, targets, choice_ids = ids[:len(kept)], ids[len(kept):2 * len(kept)], ids[2 * len(kept):]
-    for out in users:
-        meta, handle = metas[out.task], files[out.task]
-        if not out.score_eval:
-            for r, in_ids, out_ids in zip(kept, inputs, targets, strict=True):
-                features = {"inputs": in_ids, "inputs_pretokenized": r.inputs,
-                            "targets": [*out_ids, EOS_ID], "targets_pretokenized": r.targets}
+    ids = tokenizer.encode([r.inputs for r in kept] + [r.targets for r in kept] + choices)
+    n = len(kept)
+    choice_ids = dict(zip(choices, ids[2 * n:], strict=True))
+    choice_entries: dict[tuple[str, bool], tuple[bytes, int]] = {}
+    for k, r in enumerate(kept):
+        in_ids = ids[k]
+        n_in = parts.tokens(in_ids)
+        inputs = text_entry("inputs_pretokenized", r.inputs) + ids_entry("inputs", in_ids)
+        for out in users:
+            meta, handle = metas[out.task], files[out.task]
+            if not out.score_eval:
+                out_ids = [*ids[n + k], EOS_ID]
+                entries = inputs + text_entry("targets_pretokenized", r.targets) + ids_entry(
+                    "targets", out_ids)
                 if out.with_choices:
-                    features["answer_choices"] = r.answer_choices or []
-                handle.write(frame(parts.base_record(encode_entries(features))))
-                meta.add_tokens(in_ids, features["targets"])
-            continue
-        position = 0
-        for k, (r, in_ids) in enumerate(zip(kept, inputs, strict=True)):
+                    entries = encode_entries({"answer_choices": r.answer_choices or []}) + entries
+                handle.write(frame(wrap_entries(entries)))
+                meta.add_example(n_in, parts.tokens(out_ids))
+                continue
             for j, choice in enumerate(r.answer_choices or ()):
-                out_ids = [*choice_ids[position], EOS_ID]
-                position += 1
-                entries = encode_entries({
-                    "inputs": in_ids, "inputs_pretokenized": r.inputs,
-                    "is_correct": choice == r.targets, "targets": out_ids,
-                    "targets_pretokenized": choice, "weight": 1.0})
-                handle.write(frame(parts.twin_record(first + k, j, entries)))
-                meta.add_tokens(in_ids, out_ids)
+                key = (choice, choice == r.targets)
+                if key not in choice_entries:
+                    out_ids = [*choice_ids[choice], EOS_ID]
+                    choice_entries[key] = (encode_entries({
+                        "is_correct": key[1], "targets": out_ids,
+                        "targets_pretokenized": choice, "weight": 1.0}), parts.tokens(out_ids))
+                entries, n_out = choice_entries[key]
+                handle.write(frame(parts.twin_record(first + k, j, inputs + entries)))
+                meta.add_example(n_in, n_out)

@@ -41,18 +41,28 @@ class CorruptRecordError(ValueError):
 
 def read_records(handle: BinaryIO, name: str = "<stream>") -> Iterator[bytes]:
     """Yield payloads, checking both CRCs; a truncated or corrupt file raises."""
+    for framed in _frames(handle, name, verify=True):
+        yield framed[12:-4]
+
+
+def read_frames(handle: BinaryIO, name: str = "<stream>") -> Iterator[bytes]:
+    """Yield whole framed records as they are (lengths checked, CRCs not recomputed): for
+    copying records between files that p3data itself wrote a moment ago."""
+    return _frames(handle, name, verify=False)
+
+
+def _frames(handle: BinaryIO, name: str, verify: bool) -> Iterator[bytes]:
     number = 0
     while header := handle.read(12):
         if len(header) < 12:
             raise CorruptRecordError(f"{name}: record {number} header is truncated")
         (length,) = struct.unpack("<Q", header[:8])
-        if struct.unpack("<I", header[8:])[0] != _masked_crc(header[:8]):
+        if verify and struct.unpack("<I", header[8:])[0] != _masked_crc(header[:8]):
             raise CorruptRecordError(f"{name}: record {number} length fails its CRC")
-        payload = handle.read(length)
-        footer = handle.read(4)
-        if len(payload) < length or len(footer) < 4:
+        body = handle.read(length + 4)
+        if len(body) < length + 4:
             raise CorruptRecordError(f"{name}: record {number} is truncated")
-        if struct.unpack("<I", footer)[0] != _masked_crc(payload):
+        if verify and struct.unpack("<I", body[-4:])[0] != _masked_crc(body[:-4]):
             raise CorruptRecordError(f"{name}: record {number} payload fails its CRC")
         number += 1
-        yield payload
+        yield header + body

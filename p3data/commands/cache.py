@@ -16,9 +16,9 @@ RUNNER_ALIASES = {"--runner=DaskRunner": "--runner=apache_beam.runners.dask.dask
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data.cache.plan import CacheConfig, select_tasks
+    from p3data import t0
+    from p3data.cache.plan import CacheConfig
     from p3data.cache.run import run_cache, summary_table
-    from p3data.commands.tasks import t0_definitions
     from p3data.vocab import read_vocabulary
 
     data_dir = str(SAMPLES_DIR) if args.samples else args.data_dir
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         output_dir=args.output_dir, vocab_model=read_vocabulary(args.vocab),
         data_dir=data_dir, seed=args.seed, shards=args.shards, p3_layout=args.p3_layout,
         rows_per_shard=args.rows_per_shard)
-    specs = select_tasks(t0_definitions(), args.mixture, args.tasks)
+    specs = t0.select(t0.load_definitions(), args.mixture, args.tasks)
     beam_args = [RUNNER_ALIASES.get(arg, arg) for arg in args.beam_args]
     result = run_cache(config, specs, args.splits, beam_args, args.progress_every)
     print(summary_table(result, args.output_dir, args.p3_layout))

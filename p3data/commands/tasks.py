@@ -6,17 +6,11 @@ import argparse
 import difflib
 
 from p3data import t0
-from p3data.catalog import Catalog
 from p3data.errors import P3DataError
-from p3data.templates import TemplateCollection
-
-
-def t0_definitions() -> t0.T0Definitions:
-    return t0.define(Catalog.load(), TemplateCollection.default())
 
 
 def list_tasks(args: argparse.Namespace) -> int:
-    definitions = t0_definitions()
+    definitions = t0.load_definitions()
     if args.mixture:
         if args.mixture not in definitions.mixtures:
             raise P3DataError(f"unknown mixture {args.mixture!r}; known: "
@@ -30,7 +24,7 @@ def list_tasks(args: argparse.Namespace) -> int:
 
 
 def show_task(args: argparse.Namespace) -> int:
-    definitions = t0_definitions()
+    definitions = t0.load_definitions()
     spec = definitions.tasks.get(args.task)
     if spec is None:
         close = difflib.get_close_matches(args.task, definitions.tasks, n=3)

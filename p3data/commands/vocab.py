@@ -9,7 +9,7 @@ def run(args: argparse.Namespace) -> int:
     from p3data.catalog import Catalog
     from p3data.samples import rendered_texts
     from p3data.templates import TemplateCollection
-    from p3data.vocab import train_vocabulary  # imports seqio: only when asked
+    from p3data.vocab import train_vocabulary
 
     path = train_vocabulary(rendered_texts(Catalog.load(), TemplateCollection.default()),
                             args.out, args.size)

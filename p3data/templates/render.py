@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jinja2 import Template as JinjaTemplate
 from jinja2 import TemplateSyntaxError, UndefinedError, meta, nodes
 
 from p3data.errors import RowError, TemplateError
@@ -85,6 +86,11 @@ def _uses_choice(ast: nodes.Template) -> bool:
     return any(node.name in ("choice", "random") for node in ast.find_all(nodes.Filter))
 
 
+def _run(template: JinjaTemplate, context: dict[str, Any]) -> str:
+    """`Template.render` without its copies: the row's context dict is used as it is."""
+    return ENVIRONMENT.concat(template.root_render_func(template.new_context(context, shared=True)))
+
+
 class CompiledTemplate:
     """One template, parsed and compiled once, rendering any number of rows."""
 
@@ -93,6 +99,7 @@ class CompiledTemplate:
         self.seed = seed
         body_ast = self._parse(_with_truncation(template.jinja), "jinja")
         self._body = ENVIRONMENT.from_string(body_ast)
+        self._globals = dict(self._body.globals)  # merged into each row's context once
         self.variables = frozenset(meta.find_undeclared_variables(body_ast))
         self._draws = _uses_choice(body_ast)
         self._choices = None
@@ -118,15 +125,6 @@ class CompiledTemplate:
     def _split_choices(text: str) -> list[str]:
         return [_unprotect(part.strip()) for part in text.split(SEPARATOR)]
 
-    def answer_choices(self, prepared: Mapping[str, Any], index: int = 0) -> list[str] | None:
-        """promptsource's `get_answer_choices_list` for one prepared row."""
-        if self._choices is None or self.fixed_answer_choices is not None:
-            return self.fixed_answer_choices
-        context = dict(prepared)
-        if self._draws:
-            context[RNG_KEY] = RowRandom(self.template.id, index, self.seed)
-        return self._split_choices(self._choices.render(context))
-
     def render_prepared(self, prepared: Mapping[str, Any], index: int) -> Outcome:
         """Apply the template and T0's row rule to a row already passed through `prepare_row`."""
         try:
@@ -134,15 +132,15 @@ class CompiledTemplate:
                 raise RowError(
                     self.template.where, index, "rows may not have this field", RESERVED_FIELD
                 )
-            context = dict(prepared)
+            context = {**self._globals, **prepared}
             if self._draws:
                 context[RNG_KEY] = RowRandom(self.template.id, index, self.seed)
             if self._choices is not None and self.fixed_answer_choices is None:
-                choices = self._split_choices(self._choices.render(context))
+                choices = self._split_choices(_run(self._choices, context))
             else:
                 choices = self.fixed_answer_choices
             context[RESERVED_FIELD] = choices
-            parts = self._body.render(context).split(SEPARATOR)
+            parts = _run(self._body, context).split(SEPARATOR)
         except RowError as err:
             return Dropped(index, RENDER_ERROR, err)
         except Exception as err:  # noqa: BLE001 - any template failure is this row's problem

@@ -1,0 +1,125 @@
+"""The cache builder against stock `seqio_cache_tasks` on T0-style tasks, and against the floor.
+
+Same tasks (every template of app_reviews, dbpedia_14 and web_questions: 13 training tasks),
+same generated rows (--rows per dataset, train split), same vocabulary, one DirectRunner
+worker each. Prints examples per CPU-second for both and the ratio (target: 50x), peak memory,
+and p3data's throughput against SentencePiece batch tokenization alone of the same text
+(the floor; target: at least 50% of it).
+
+    .venv/bin/python benchmarks/cache_vs_stock.py [--rows 20000] [--skip-stock]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import sentencepiece as spm
+from common import DATASETS, PeakMemory, write_mirror
+
+from p3data.cache.tokenize import with_extra_ids
+from p3data.catalog import Catalog
+from p3data.stores import MirrorStore
+from p3data.templates import DatasetRenderer, Rendered, TemplateCollection
+from p3data.vocab import SAMPLE_VOCAB
+
+BIN = Path(sys.executable).parent
+TASKS = "app_reviews_(?!.*score_eval).*|dbpedia_14_(?!.*score_eval).*|web_questions_.*"
+
+
+def measure(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of the whole process tree, peak resident bytes)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    with PeakMemory(process.pid) as memory:
+        _, stderr = process.communicate()
+    wall = time.monotonic() - start
+    if process.returncode:
+        raise SystemExit(f"{command[0]} failed:\n{stderr[-3000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, memory.peak
+
+
+def count_examples(cache: Path) -> int:
+    import json
+
+    return sum(json.loads(p.read_text())["examples"] for p in cache.rglob("stats.train.json"))
+
+
+def rendered_texts(mirror: Path) -> list[str]:
+    catalog, collection = Catalog.load(), TemplateCollection.default()
+    texts = []
+    for key in DATASETS:
+        entry = catalog.get(*key)
+        store = MirrorStore(mirror, entry)
+        rows = [row for shard in store.list_shards("train") for row in store.read("train", shard)]
+        for outcomes in DatasetRenderer(collection.get(*key)).render_batch(rows).values():
+            for outcome in outcomes:
+                if isinstance(outcome, Rendered):
+                    texts += [outcome.inputs, outcome.targets]
+    return texts
+
+
+def floor_rate(texts: list[str]) -> float:
+    """Examples per second of SentencePiece batch encoding alone (one thread)."""
+    processor = spm.SentencePieceProcessor(
+        model_proto=with_extra_ids(SAMPLE_VOCAB.read_bytes(), 100))
+    start = time.perf_counter()
+    for i in range(0, len(texts), 1024):
+        processor.encode(texts[i:i + 1024], num_threads=1)
+    return (len(texts) / 2) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--skip-stock", action="store_true")
+    parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "p3data-bench"))
+    args = parser.parse_args()
+    work = Path(args.work)
+    mirror = work / f"mirror-{args.rows}"
+    write_mirror(mirror, DATASETS, args.rows)
+    env = {**os.environ, "P3DATA_VOCAB": str(SAMPLE_VOCAB), "P3DATA_BENCH_MIRROR": str(mirror),
+           "PYTHONPATH": str(Path(__file__).parent), "CUDA_VISIBLE_DEVICES": ""}
+    print(f"rows: {args.rows:,} per dataset x {len(DATASETS)} datasets (train split)")
+
+    ours_dir = work / "p3data-cache"
+    shutil.rmtree(ours_dir, ignore_errors=True)
+    wall, cpu, peak = measure([str(BIN / "p3data"), "cache", "--data-dir", str(mirror),
+                               "--vocab", str(SAMPLE_VOCAB), "--tasks", TASKS, "--splits",
+                               "train", "--output-dir", str(ours_dir)], env)
+    examples = count_examples(ours_dir)
+    ours = examples / cpu
+    print(f"p3data cache:      {examples:,} examples, {wall:7.1f} s wall, {cpu:7.1f} CPU-s, "
+          f"{ours:8,.0f} examples/CPU-s, peak {peak / 2**30:.2f} GiB")
+
+    if not args.skip_stock:
+        stock_dir = work / "stock-cache"
+        shutil.rmtree(stock_dir, ignore_errors=True)
+        wall, cpu, peak = measure([str(BIN / "seqio_cache_tasks"),
+                                   "--module_import=t0_style_tasks", "--tasks=t0style_.*",
+                                   f"--output_cache_dir={stock_dir}", "--min_shards=1",
+                                   "--pipeline_options=--runner=DirectRunner"], env)
+        stock_examples = count_examples(stock_dir)
+        stock = stock_examples / cpu
+        print(f"stock seqio:       {stock_examples:,} examples, {wall:7.1f} s wall, "
+              f"{cpu:7.1f} CPU-s, {stock:8,.0f} examples/CPU-s, peak {peak / 2**30:.2f} GiB")
+        print(f"speed-up per core: {ours / stock:.1f}x (target 50x)")
+
+    floor = floor_rate(rendered_texts(mirror))
+    print(f"floor (SentencePiece batch encode of the same text): {floor:,.0f} examples/s; "
+          f"p3data reaches {100 * ours / floor:.0f}% of it (target 50%)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""Shared pieces of the benchmarks: generated mirrors and process-tree memory sampling."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import psutil
+
+from p3data.catalog import Catalog
+from p3data.samples import generate_rows
+
+# Three of T0's training datasets, with all their templates (13 tasks).
+DATASETS = [("app_reviews", None), ("dbpedia_14", None), ("web_questions", None)]
+
+
+def write_mirror(root: Path, datasets, rows: int, split: str = "train", seed: int = 0) -> None:
+    """`rows` generated rows of `split` for each dataset, as a local JSON Lines mirror."""
+    catalog = Catalog.load()
+    for dataset, subset in datasets:
+        folder = root / dataset / subset if subset else root / dataset
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{split}.jsonl"
+        if path.exists() and sum(1 for _ in path.open()) == rows:
+            continue
+        with path.open("w") as handle:
+            for row in generate_rows(catalog.get(dataset, subset), split, rows, seed):
+                handle.write(json.dumps(row) + "\n")
+
+
+class PeakMemory:
+    """Highest resident memory of a process and all its children, sampled every 0.2 s."""
+
+    def __init__(self, pid: int):
+        self.process = psutil.Process(pid)
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            try:
+                family = [self.process, *self.process.children(recursive=True)]
+                self.peak = max(self.peak, sum(p.memory_info().rss for p in family))
+            except psutil.Error:
+                continue

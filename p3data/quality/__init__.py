@@ -1,0 +1,6 @@
+"""Checks to run before training: template lint, render-time validation, plans, overlap.
+
+Each job is one module (`lint`, `validate`, `plan`, `overlap`); `common` holds what they
+share. Nothing here imports seqio or TensorFlow: tokens are counted with SentencePiece
+directly, so every check starts in well under a second.
+"""

@@ -1,0 +1,210 @@
+"""`plan`: what a training mixture will feed the model, as a dry run with no caching.
+
+T0 samples each task in proportion to its cap (its train split size, or an even share of
+500,000 for big datasets), and the data repeats; how those caps turn into examples and tokens
+at a given number of steps is the question users asked for months. Tokens per example are
+measured on the bundled sample rows with the offline sample vocabulary, so they are estimates.
+A customised catalog or template set is compared with T0's published definition, computed
+from the bundled catalog and promptsource's templates alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from p3data import t0
+from p3data.catalog import CATALOG_FILE, Catalog, read_catalog_file
+from p3data.errors import P3DataError
+from p3data.quality.common import (
+    TokenCounter,
+    by_source_split,
+    read_batches,
+    table,
+)
+from p3data.samples import SAMPLES_DIR
+from p3data.stores import DataNotFoundError
+from p3data.templates import DatasetRenderer, Rendered, TemplateCollection, TemplateSource
+from p3data.templates.collection import promptsource_dir
+
+SPLIT = "train"
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    task: str
+    dataset: str
+    source_rows: int  # rows of the train split in the catalog, before any are dropped
+    cap: int  # T0's cap for the task
+    rate: int  # its mixing rate in this mixture: the cap
+    share: float  # of the mixture's total rate
+    examples: float  # expected examples drawn at the planned number of examples
+    epochs: float | None  # passes over the source rows that makes
+    tokens_per_example: float | None  # inputs + targets + EOS, mean over the samples
+    tokens: float | None
+
+
+@dataclass(frozen=True)
+class Differences:
+    """The mixture against T0's published one (same name)."""
+
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    rate_changed: list[dict[str, Any]] = field(default_factory=list)
+    template_changed: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return any(asdict(self).values())
+
+
+@dataclass(frozen=True)
+class Plan:
+    mixture: str
+    total_rate: int
+    examples: int
+    basis: str
+    tasks: list[TaskPlan]
+    vocabulary: str
+    differences: Differences | None  # None: promptsource is not installed to compare with
+
+    @property
+    def tokens(self) -> float:
+        return sum(task.tokens or 0 for task in self.tasks)
+
+
+def published_definitions() -> t0.T0Definitions | None:
+    """T0 as released: the bundled catalog and promptsource 0.1.0's templates, nothing else."""
+    folder = promptsource_dir()
+    if folder is None:
+        return None
+    return t0.define(Catalog(read_catalog_file(CATALOG_FILE)),
+                     TemplateCollection([TemplateSource(folder, "promptsource")]))
+
+
+def mean_tokens(specs: Sequence[t0.TaskSpec], tokens: TokenCounter) -> dict[str, float | None]:
+    """Mean tokens per kept example (inputs + targets + EOS) over each task's sample rows."""
+    counts: dict[str, list[int]] = {}
+    for (_, source_split), members in by_source_split(specs, SPLIT).items():
+        renderer = DatasetRenderer(spec.template for spec in members)
+        task_of = {spec.template.name: spec.name for spec in members}
+        try:
+            for start, rows in read_batches(SAMPLES_DIR, members[0].entry, source_split):
+                for name, outcomes in renderer.render_batch(rows, start).items():
+                    kept = [o for o in outcomes if isinstance(o, Rendered)]
+                    pairs = zip(tokens.count([o.inputs for o in kept]),
+                                tokens.count([o.targets for o in kept]), strict=True)
+                    counts.setdefault(task_of[name], []).extend(i + t + 1 for i, t in pairs)
+        except DataNotFoundError:
+            continue  # no sample rows: the estimate is unknown, not zero
+    return {spec.name: (sum(counts[spec.name]) / len(counts[spec.name])
+                        if counts.get(spec.name) else None) for spec in specs}
+
+
+def plan(
+    definitions: t0.T0Definitions,
+    mixture: str,
+    tokens: TokenCounter,
+    examples: int | None = None,
+    basis: str = "as asked",
+    published: t0.T0Definitions | None = None,
+) -> Plan:
+    """Expected examples and tokens per task when `examples` are drawn from the mixture
+    (default: as many as its total rate, i.e. every task once at its cap)."""
+    specs = t0.select(definitions, [mixture])
+    if not definitions.mixtures[mixture].rate_by_cap:
+        raise P3DataError(
+            f"{mixture} is an evaluation mixture, weighted by the examples in its cache rather "
+            f"than by T0's caps; plan one of: " + ", ".join(
+                name for name, m in definitions.mixtures.items() if m.rate_by_cap))
+    rates = {spec.name: spec.cap for spec in specs}  # T0's rate of a training mixture
+    total = sum(rates.values())
+    if examples is None:
+        examples, basis = total, "the mixture's total rate: each task once at its cap"
+    means = mean_tokens(specs, tokens)
+    tasks = []
+    for spec in specs:
+        share = rates[spec.name] / total if total else 0.0
+        expected = examples * share
+        source_rows = spec.entry.splits.get(spec.split_mapping.get(SPLIT, ""), 0)
+        mean = means[spec.name]
+        tasks.append(TaskPlan(
+            task=spec.name, dataset=spec.entry.name, source_rows=source_rows, cap=spec.cap,
+            rate=rates[spec.name], share=share, examples=expected,
+            epochs=expected / source_rows if source_rows else None,
+            tokens_per_example=mean, tokens=expected * mean if mean is not None else None))
+    differences = (compare(definitions, published, mixture) if published is not None else None)
+    return Plan(mixture, total, examples, basis, tasks, tokens.describe(), differences)
+
+
+def compare(current: t0.T0Definitions, published: t0.T0Definitions, mixture: str) -> Differences:
+    now, then = current.mixtures[mixture].tasks, published.mixtures[mixture].tasks
+    common = [name for name in now if name in set(then)]
+    return Differences(
+        added=[name for name in now if name not in set(then)],
+        removed=[name for name in then if name not in set(now)],
+        rate_changed=[{"task": name, "published": published.tasks[name].cap,
+                       "current": current.tasks[name].cap}
+                      for name in common if current.tasks[name].cap != published.tasks[name].cap],
+        template_changed=[name for name in common
+                          if _template_text(current, name) != _template_text(published, name)],
+    )
+
+
+def _template_text(definitions: t0.T0Definitions, task: str) -> tuple[str, str | None]:
+    template = definitions.tasks[task].template
+    return template.jinja, template.answer_choices
+
+
+def as_json(result: Plan) -> dict[str, Any]:
+    return {
+        "mixture": result.mixture,
+        "total_rate": result.total_rate,
+        "examples": result.examples,
+        "basis": result.basis,
+        "tokens": round(result.tokens),
+        "tokens_measured_with": f"bundled sample rows, {result.vocabulary}",
+        "tasks": [asdict(task) for task in result.tasks],
+        "differences": asdict(result.differences) if result.differences is not None else None,
+    }
+
+
+def format_plan(result: Plan) -> str:
+    datasets = {task.dataset for task in result.tasks}
+    unknown = sum(task.tokens is None for task in result.tasks)
+    header = ["task", "source rows", "rate (cap)", "share %", "examples", "epochs", "tok/ex",
+              "tokens"]
+    rows: list[list[Any]] = [
+        [t.task, t.source_rows, t.rate, 100 * t.share, t.examples, t.epochs,
+         t.tokens_per_example, t.tokens] for t in result.tasks]
+    rows.append(["total", sum({t.dataset: t.source_rows for t in result.tasks}.values()),
+                 result.total_rate, 100.0,
+                 float(result.examples), None, None, result.tokens])
+    lines = [
+        f"{result.mixture}: {len(result.tasks)} tasks on {len(datasets)} datasets, total rate "
+        f"{result.total_rate:,}",
+        f"examples: {result.examples:,} ({result.basis})",
+        f"tokens: mean inputs + targets + EOS per example measured on the bundled sample rows "
+        f"with {result.vocabulary}, before truncation: an estimate",
+        "",
+        table(header, rows),
+    ]
+    if unknown:
+        lines.append(f"{unknown} tasks keep no sample example: their tokens are not counted")
+    lines.append(_format_differences(result))
+    return "\n".join(lines)
+
+
+def _format_differences(result: Plan) -> str:
+    diff = result.differences
+    if diff is None:
+        return "differences from T0's published definition: not computed (no promptsource)"
+    if not diff:
+        return f"matches T0's published {result.mixture}"
+    lines = [f"differences from T0's published {result.mixture}:"]
+    lines += [f"  added: {name}" for name in diff.added]
+    lines += [f"  removed: {name}" for name in diff.removed]
+    lines += [f"  rate: {c['task']} {c['published']:,} -> {c['current']:,}"
+              for c in diff.rate_changed]
+    lines += [f"  template changed: {name}" for name in diff.template_changed]
+    return "\n".join(lines)
