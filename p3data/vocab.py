@@ -39,13 +39,11 @@ def vocabulary_path() -> str:
 
 def read_vocabulary(path: str | None = None) -> bytes:
     """The SentencePiece model's bytes (local path or any filesystem Beam knows, e.g. gs://)."""
-    from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.filesystems import FileSystems
+    from p3data.cache import fs
 
     path = path or vocabulary_path()
     try:
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-            return handle.read()
+        return fs.read_bytes(path)
     except Exception as err:  # noqa: BLE001 - any filesystem's failure means the same here
         raise VocabularyError(
             f"cannot read the SentencePiece model {path!r} ({err}); pass --vocab or set "

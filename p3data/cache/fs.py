@@ -7,12 +7,24 @@ after a crash) never sees a half-written file under its final name.
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
+
+class _WithoutGcpNoise(logging.Filter):
+    """Beam warns on import when Google Cloud's optional client libraries are missing, which
+    is harmless for local and gs:// files; keep it off every p3data command's output."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("apitools not found")
+
+
+logging.getLogger().addFilter(_WithoutGcpNoise())
+
+from apache_beam.io.filesystem import CompressionTypes  # noqa: E402
+from apache_beam.io.filesystems import FileSystems  # noqa: E402
 
 RAW = CompressionTypes.UNCOMPRESSED
 
