@@ -9,8 +9,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import sacrebleu
-from rouge_score import rouge_scorer, scoring
 
 
 def bleu(targets: Sequence[Any], predictions: Sequence[str]) -> dict[str, float]:
@@ -19,6 +17,8 @@ def bleu(targets: Sequence[Any], predictions: Sequence[str]) -> dict[str, float]
     String targets are one reference each. If targets are lists, t5 hands them to sacrebleu
     as they are, i.e. as reference *streams* (one list per reference set, not per example).
     """
+    import sacrebleu  # imported when scored: keeps `import p3data.tasks` fast
+
     if targets and isinstance(targets[0], list | tuple):
         references = [list(stream) for stream in targets]
     else:
@@ -46,6 +46,8 @@ def rouge(targets: Sequence[str], predictions: Sequence[str]) -> dict[str, float
     of rouge-score's BootstrapAggregator: the median of 1,000 resampled means, which is
     close to, but not always exactly, the plain mean (it uses numpy's global RNG).
     """
+    from rouge_score import rouge_scorer, scoring  # pulls in nltk: only when scored
+
     scorer = rouge_scorer.RougeScorer(list(_ROUGE_KEYS))
     aggregator = scoring.BootstrapAggregator()
     for target, prediction in zip(targets, predictions, strict=True):
