@@ -1,0 +1,65 @@
+"""The bundled samples: every T0 dataset, every split, schema-true; and the row generator."""
+
+from __future__ import annotations
+
+import pytest
+
+from p3data.catalog import Catalog
+from p3data.samples import generate_rows, sample_rows, sample_splits
+from p3data.schema import row_problems
+
+CATALOG = Catalog.load()
+ENTRIES = list(CATALOG)
+
+
+def test_catalog_lists_t0s_66_datasets():
+    assert len(ENTRIES) == 66
+    roles = [(e.train, e.eval) for e in ENTRIES]
+    assert sum(r[0] == "t0" for r in roles) == 38
+    assert sum(r[0] == "t0+" for r in roles) == 10
+    assert sum(r[0] == "t0++" for r in roles) == 6
+    assert sum(r[1] == "held_out" for r in roles) == 9
+    assert sum(r[1] == "bias_fairness" for r in roles) == 7
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
+def test_samples_cover_every_split_and_follow_the_schema(entry):
+    assert sample_splits(*entry.key) == sorted(entry.splits)
+    for split in entry.splits:
+        rows = sample_rows(*entry.key, split)
+        assert len(rows) >= 8, f"{split}: {len(rows)} rows"
+        for number, row in enumerate(rows):
+            assert row_problems(entry.features, row) == [], f"{split} row {number}"
+
+
+def test_schema_check_names_the_problem():
+    features = {"label": {"class_label": ["no", "yes"]}, "answers": {
+        "sequence": {"text": "string", "answer_start": "int32"}}, "title": "string"}
+    row = {"label": 2, "answers": {"text": ["a"], "answer_start": ["x"]}, "extra": 1}
+    assert row_problems(features, row) == [
+        "title: missing", "extra: not in the schema",
+        "label: expected a class id in [-1, 1], got 2",
+        "answers.answer_start[0]: expected int32, got 'x'"]
+
+
+def test_generator_is_deterministic_and_keeps_labels():
+    entry = CATALOG.get("super_glue", "copa")
+    first = list(generate_rows(entry, "train", 200, seed=3))
+    assert first == list(generate_rows(entry, "train", 200, seed=3))
+    assert first != list(generate_rows(entry, "train", 200, seed=4))
+    samples = sample_rows("super_glue", "copa", "train")
+    assert {r["question"] for r in first} == {r["question"] for r in samples}
+    assert all(row_problems(entry.features, row) == [] for row in first)
+
+
+def test_generator_lengthens_free_text_towards_real_lengths():
+    entry = CATALOG.get("cnn_dailymail", "3.0.0")
+    rows = list(generate_rows(entry, "train", 300))
+    mean = sum(len(r["article"]) for r in rows) / len(rows)
+    sample_mean = sum(len(r["article"]) for r in sample_rows(*entry.key, "train")) / 10
+    assert mean > 2 * sample_mean and 0.5 * entry.text_lengths["article"] < mean
+    squad = CATALOG.get("squad_v2")
+    for row in generate_rows(squad, "train", 50):  # answers stay inside their contexts
+        for text, start in zip(row["answers"]["text"], row["answers"]["answer_start"],
+                               strict=True):
+            assert row["context"][start:start + len(text)] == text
