@@ -58,3 +58,42 @@ def tree(root: Path) -> dict[str, bytes]:
 
 def env_without_mirror() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "P3DATA_DATA_DIR"}
+
+
+def read_examples(name: str, split: str, cache: Path | None = None) -> list[dict]:
+    """A task's examples through stock seqio: from `cache` (a task folder's root) or on the fly."""
+    import seqio
+
+    task = seqio.get_mixture_or_task(name)
+    if cache is not None:
+        task._cache_dir = str(cache / name)  # read this very cache, whatever else is registered
+    dataset = task.get_dataset(None, split=split, shuffle=False, use_cached=cache is not None,
+                               try_in_mem_cache=False)
+    return list(dataset.as_numpy_iterator())
+
+
+def assert_same_examples(a: list[dict], b: list[dict]) -> None:
+    """Equal multisets of examples, every feature compared."""
+    import numpy as np
+
+    key = lambda e: (e["inputs_pretokenized"], e["targets_pretokenized"])  # noqa: E731
+    assert len(a) == len(b) > 0
+    for x, y in zip(sorted(a, key=key), sorted(b, key=key), strict=True):
+        assert x.keys() == y.keys()
+        for feature in x:
+            np.testing.assert_array_equal(x[feature], y[feature], err_msg=feature)
+
+
+def assert_packs(name: str, split: str, cache: Path) -> None:
+    """seqio's packing EncDecFeatureConverter reads the cache into model features."""
+    import seqio
+    import tensorflow as tf
+
+    seqio.get_mixture_or_task(name)._cache_dir = str(cache / name)
+    dataset = seqio.get_dataset(
+        name, task_feature_lengths={"inputs": 256, "targets": 32}, dataset_split=split,
+        shuffle=False, use_cached=True, feature_converter=seqio.EncDecFeatureConverter(pack=True))
+    batch = next(iter(dataset.batch(2)))
+    assert batch["encoder_input_tokens"].shape == (2, 256)
+    assert batch["decoder_target_tokens"].dtype == tf.int32
+    assert tf.reduce_max(batch["encoder_segment_ids"]) >= 2  # several examples packed per row

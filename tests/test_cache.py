@@ -10,11 +10,17 @@ import subprocess
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
-import seqio
-import tensorflow as tf
-from cache_helpers import cache_command, copy_samples, run_cache, tree, write_mirror
+from cache_helpers import (
+    assert_packs,
+    assert_same_examples,
+    cache_command,
+    copy_samples,
+    read_examples,
+    run_cache,
+    tree,
+    write_mirror,
+)
 
 from p3data.cache.verify import verify_task
 from p3data.samples import SAMPLES_DIR
@@ -39,23 +45,6 @@ def built(tmp_path_factory) -> Path:
     return out
 
 
-def read(name: str, split: str, cache: Path | None) -> list[dict]:
-    task = seqio.get_mixture_or_task(name)
-    if cache is not None:
-        task._cache_dir = str(cache / name)  # read this very cache, not another global one
-    dataset = task.get_dataset(None, split=split, shuffle=False, use_cached=cache is not None)
-    return list(dataset.as_numpy_iterator())
-
-
-def assert_same_examples(a: list[dict], b: list[dict]) -> None:
-    key = lambda e: (e["inputs_pretokenized"], e["targets_pretokenized"])  # noqa: E731
-    assert len(a) == len(b) > 0
-    for x, y in zip(sorted(a, key=key), sorted(b, key=key), strict=True):
-        assert x.keys() == y.keys()
-        for feature in x:
-            np.testing.assert_array_equal(x[feature], y[feature], err_msg=feature)
-
-
 def test_layout_is_seqios(built):
     folder = built / "super_glue_copa_exercise"
     names = {p.name for p in folder.iterdir()}
@@ -77,14 +66,14 @@ def test_layout_is_seqios(built):
 def test_stock_seqio_reads_the_cache_like_on_the_fly(built, name):
     split = "test" if "rte" in name else "validation" if "copa" in name or "anli" in name \
         else "train"
-    cached, fresh = read(name, split, built), read(name, split, None)
+    cached, fresh = read_examples(name, split, built), read_examples(name, split)
     assert_same_examples(cached, fresh)
     if name.endswith("_score_eval"):  # idx counts kept examples over the whole split
         assert [tuple(e["idx"]) for e in cached] == [tuple(e["idx"]) for e in fresh]
 
 
 def test_token_stats_count_like_seqio(built):
-    examples = read("super_glue_copa_exercise", "train", built)
+    examples = read_examples("super_glue_copa_exercise", "train", built)
     stats = json.loads((built / "super_glue_copa_exercise" / "stats.train.json").read_text())
     assert stats["examples"] == len(examples)
     assert stats["targets_tokens"] == sum(int((e["targets"] > 1).sum()) for e in examples)
@@ -92,15 +81,7 @@ def test_token_stats_count_like_seqio(built):
 
 
 def test_packing_feature_converter_reads_it(built):
-    seqio.get_mixture_or_task("super_glue_copa_exercise")._cache_dir = str(
-        built / "super_glue_copa_exercise")
-    dataset = seqio.get_dataset(
-        "super_glue_copa_exercise", task_feature_lengths={"inputs": 256, "targets": 32},
-        dataset_split="train", shuffle=False, use_cached=True,
-        feature_converter=seqio.EncDecFeatureConverter(pack=True))
-    batch = next(iter(dataset.batch(2)))
-    assert batch["encoder_input_tokens"].shape == (2, 256)
-    assert tf.reduce_max(batch["encoder_segment_ids"]) >= 2
+    assert_packs("super_glue_copa_exercise", "train", built)
 
 
 def test_rerun_is_byte_identical_whatever_the_sharding(built, tmp_path):

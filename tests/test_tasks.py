@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import seqio
-import tensorflow as tf
+from cache_helpers import assert_packs, assert_same_examples, read_examples, run_cache
 
 from p3data.samples import SAMPLES_DIR, sample_rows
 from p3data.stores import ENV_DATA_DIR, ENV_MANUAL_DIR, DataNotFoundError
@@ -146,25 +146,17 @@ def stock_cache(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("name", CACHED_TASKS)
 def test_stock_cache_reads_back_like_on_the_fly(stock_cache, name):
     assert (stock_cache / name / "COMPLETED").exists()
-    seqio.add_global_cache_dirs([str(stock_cache)])
     split = "test" if "rte" in name else "validation"
-    cached = examples(name, split, use_cached=True)
-    fresh = examples(name, split)
-    key = lambda e: e["inputs_pretokenized"] + e["targets_pretokenized"]  # noqa: E731
-    assert len(cached) == len(fresh) > 0
-    for a, b in zip(sorted(cached, key=key), sorted(fresh, key=key), strict=True):
-        assert a.keys() == b.keys()
-        for feature in a:
-            np.testing.assert_array_equal(a[feature], b[feature])
+    assert_same_examples(read_examples(name, split, stock_cache), read_examples(name, split))
 
 
 def test_stock_cache_feeds_the_packing_feature_converter(stock_cache):
-    seqio.add_global_cache_dirs([str(stock_cache)])
-    dataset = seqio.get_dataset(
-        "super_glue_copa_exercise", task_feature_lengths={"inputs": 256, "targets": 32},
-        dataset_split="validation", shuffle=False, use_cached=True,
-        feature_converter=seqio.EncDecFeatureConverter(pack=True))
-    batch = next(iter(dataset.batch(2)))
-    assert batch["encoder_input_tokens"].shape == (2, 256)
-    assert batch["decoder_target_tokens"].dtype == tf.int32
-    assert tf.reduce_max(batch["encoder_segment_ids"]) >= 2  # several examples packed per row
+    assert_packs("super_glue_copa_exercise", "validation", stock_cache)
+
+
+def test_stock_and_p3data_caches_decode_to_the_same_examples(stock_cache, tmp_path):
+    run_cache(tmp_path, "--tasks", "|".join(CACHED_TASKS))
+    for name in CACHED_TASKS:
+        split = "test" if "rte" in name else "validation"
+        assert_same_examples(read_examples(name, split, stock_cache),
+                             read_examples(name, split, tmp_path))
