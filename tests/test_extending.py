@@ -1,0 +1,75 @@
+"""Users' own datasets and templates get T0's naming, features and rules; the Hub store's real
+loading code runs on a local parquet repository (no network)."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import seqio
+from conftest import template_entry, write_templates
+
+from p3data.catalog import Catalog, DatasetEntry, HubLocation
+from p3data.registry import register_mixture, register_prompted
+from p3data.stores import HubStore
+from p3data.vocab import SAMPLE_VOCAB, set_vocabulary
+
+set_vocabulary(SAMPLE_VOCAB)
+
+CATALOG = """
+- dataset: my_reviews
+  subset: v1
+  splits: {train: 4, validation: 2}
+  features: {text: string, label: {class_label: [bad, good]}}
+"""
+
+
+def test_register_own_dataset_templates_and_mixture(tmp_path, monkeypatch):
+    templates = tmp_path / "templates"
+    write_templates(templates, "my_reviews", "v1", template_entry(
+        "my-1", "Is it good?", "{{ text }} Is it good? ||| {{ answer_choices[label] }}",
+        answer_choices="no ||| yes") + template_entry("my-2", "Echo", "{{ text }} ||| {{ text }}"))
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(CATALOG)
+    mirror = tmp_path / "mirror" / "my_reviews" / "v1"
+    mirror.mkdir(parents=True)
+    rows = [{"text": f"review {i}", "label": i % 2} for i in range(4)]
+    (mirror / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    names = register_prompted([catalog], [templates], data_dir=tmp_path / "mirror")
+    assert sorted(names) == ["my_reviews_v1_Echo", "my_reviews_v1_Is_it_good_",
+                             "my_reviews_v1_Is_it_good__score_eval"]
+    register_mixture("my_mixture", ["my_reviews_v1_Echo", "my_reviews_v1_Is_it_good_"],
+                     rates={"my_reviews_v1_Echo": 1, "my_reviews_v1_Is_it_good_": 3})
+    mixture = seqio.get_mixture_or_task("my_mixture")
+    assert mixture.get_rate(seqio.get_mixture_or_task("my_reviews_v1_Is_it_good_")) == 3
+    task = seqio.get_mixture_or_task("my_reviews_v1_Is_it_good_")
+    examples = list(task.get_dataset(None, split="train", shuffle=False).as_numpy_iterator())
+    assert [e["targets_pretokenized"].decode() for e in examples] == ["no", "yes", "no", "yes"]
+    assert all(e["targets"][-1] == 1 for e in examples)
+
+
+def test_hub_store_loads_a_parquet_repository(tmp_path):
+    repo = tmp_path / "hub_repo"
+    (repo / "cfg").mkdir(parents=True)
+    table = pa.table({"sentence": [f"s{i}" for i in range(5)], "lbl": [0, 1, 0, 1, 1],
+                      "extra": ["x"] * 5})
+    pq.write_table(table, repo / "cfg" / "train-00000-of-00001.parquet")
+    (repo / "README.md").write_text(
+        "---\nconfigs:\n- config_name: cfg\n  data_files:\n  - split: train\n"
+        "    path: cfg/train-*\n---\n")
+    entry = DatasetEntry(
+        dataset="toy", subset=None, splits={"train": 5},
+        features={"sentence": "string", "label": {"class_label": ["a", "b"]}},
+        hub=HubLocation(repo=str(repo), config="cfg", columns={"lbl": "label"}))
+    store = HubStore(entry, rows_per_shard=2)
+    shards = store.list_shards("train")
+    assert [(s.start, s.stop) for s in shards] == [(0, 2), (2, 4), (4, 5)]
+    rows = [row for shard in shards for row in store.read("train", shard)]
+    assert rows == [{"sentence": f"s{i}", "label": v} for i, v in enumerate([0, 1, 0, 1, 1])]
+
+
+def test_catalog_has_hub_locations_or_says_why_not():
+    for entry in Catalog.load():
+        assert entry.hub.repo or entry.hub.notes, entry.name
