@@ -13,6 +13,7 @@ from p3data.commands import (
     peek,
     plan,
     render,
+    report,
     tasks,
     validate,
     verify,
@@ -20,7 +21,8 @@ from p3data.commands import (
 )
 from p3data.errors import P3DataError
 
-COMMANDS = (render, tasks, cache, verify, peek, vocab, lint, validate, plan, overlap)
+COMMANDS = (render, tasks, cache, verify, peek, vocab, lint, validate, plan, overlap,
+            report)
 
 
 def build_parser() -> argparse.ArgumentParser:

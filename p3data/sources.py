@@ -57,11 +57,8 @@ class PromptedSource(seqio.DataSource):
         """Resolved on use, so `P3DATA_DATA_DIR` may be set after the tasks are registered."""
         return open_store(self.entry, self.data_dir)
 
-    def shards(self, split: str) -> list[Shard]:
-        return self.store().list_shards(self.split_mapping[split])
-
     def list_shards(self, split: str) -> Sequence[str]:
-        return [shard.name for shard in self.shards(split)]
+        return [shard.name for shard in self.store().list_shards(self.split_mapping[split])]
 
     @property
     def output_signature(self) -> dict[str, tf.TensorSpec]:

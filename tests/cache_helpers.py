@@ -21,10 +21,11 @@ def cache_command(output: Path, *args: str, data_dir: Path | None = None) -> lis
             *source, "--progress-every", "1", *args]
 
 
-def run_cache(output: Path, *args: str, data_dir: Path | None = None,
-              check: bool = True) -> subprocess.CompletedProcess:
+def run_cache(output: Path, *args: str, data_dir: Path | None = None, check: bool = True,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     result = subprocess.run(cache_command(output, *args, data_dir=data_dir),
-                            capture_output=True, text=True, timeout=1200)
+                            capture_output=True, text=True, timeout=1200,
+                            env={**os.environ, **(env or {})})
     if check:
         assert result.returncode == 0, result.stderr[-4000:] + result.stdout[-2000:]
     return result

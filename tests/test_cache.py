@@ -21,6 +21,7 @@ from cache_helpers import (
     tree,
     write_mirror,
 )
+from conftest import template_entry, write_templates
 
 from p3data.cache.verify import verify_task
 from p3data.samples import SAMPLES_DIR
@@ -112,6 +113,27 @@ def test_bad_row_is_counted_and_the_task_completes(tmp_path):
     assert train["dropped"] == {"render_error": 1}
     assert "premise" in train["errors"][0] and "row 0" in train["errors"][0]
     assert train["rows_read"] == len(rows) and train["stats"]["examples"] == len(rows) - 1
+    assert (out / "super_glue_copa_exercise" / "COMPLETED").exists()
+
+
+def test_failing_templates(tmp_path):
+    """A template that fails on every row: counted, task complete (empty). One that does not
+    compile: that task fails, not complete; the others complete."""
+    templates = tmp_path / "templates"
+    write_templates(templates, "super_glue", "copa", template_entry(
+        "fails-1", "divides by zero", "{{ premise }} {{ (idx / 0) }} ||| x")
+        + template_entry("broken-1", "broken", "{% if premise %} ||| x"))
+    out = tmp_path / "out"
+    result = run_cache(out, "--tasks", "super_glue_copa_(divides_by_zero|broken|exercise)",
+                       "--splits", "validation", check=False,
+                       env={"P3DATA_TEMPLATE_DIRS": str(templates)})
+    assert result.returncode == 1
+    assert "super_glue_copa_broken" in result.stdout and "Jinja syntax error" in result.stdout
+    assert not (out / "super_glue_copa_broken" / "COMPLETED").exists()
+    manifest = json.loads((out / "super_glue_copa_divides_by_zero" / "manifest.json").read_text())
+    validation = manifest["splits"]["validation"]
+    assert validation["dropped"] == {"render_error": validation["rows_read"]}
+    assert "ZeroDivisionError" in validation["errors"][0]
     assert (out / "super_glue_copa_exercise" / "COMPLETED").exists()
 
 

@@ -19,7 +19,7 @@ from p3data.cache.tfrecord import frame
 from p3data.cache.tokenize import EOS_ID, Tokenizer
 from p3data.errors import P3DataError
 from p3data.stores import open_store
-from p3data.templates import CompiledTemplate, Dropped, Rendered, prepare_row
+from p3data.templates import DatasetRenderer, Dropped, Rendered
 
 BATCH_ROWS = 512
 
@@ -60,7 +60,12 @@ def process_unit(config: CacheConfig, unit: WorkUnit,
 def _render_shard(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer,
                   outputs: list[TaskOutput], metas: dict[str, parts.PartMeta]) -> None:
     job = unit.job
-    compiled = {o.template.id: CompiledTemplate(o.template, config.seed) for o in outputs}
+    renderer = DatasetRenderer({o.template.id: o.template for o in outputs}.values(), config.seed)
+    for out in outputs:  # a template that does not compile fails its own tasks only
+        if out.template.name in renderer.broken:
+            metas[out.task].failed = str(renderer.broken[out.template.name])
+    outputs = [o for o in outputs if o.template.name not in renderer.broken]
+    users = {name: [o for o in outputs if o.template.name == name] for name in renderer.templates}
     ordinals = Counter()  # kept examples so far, per template
     rows = open_store(job.entry, config.data_dir, config.rows_per_shard).read(
         job.source_split, unit.shard)
@@ -69,17 +74,12 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer,
             config.work_dir, out.task, out.split, unit.index, ".tfrecord"))) for out in outputs}
         start = unit.shard.start
         while batch := list(islice(rows, BATCH_ROWS)):
-            prepared = [prepare_row(row) for row in batch]
-            for template_id, template in compiled.items():
-                users = [o for o in outputs if o.template.id == template_id]
-                outcomes = [template.render_prepared(row, start + i)
-                            for i, row in enumerate(prepared)]
+            for name, outcomes in renderer.render_batch(batch, start).items():
                 kept = [o for o in outcomes if isinstance(o, Rendered)]
-                for out in users:
+                for out in users[name]:
                     _count(metas[out.task], len(batch), len(kept), outcomes)
-                first = ordinals[template_id]
-                ordinals[template_id] += len(kept)
-                _write(users, kept, first, tokenizer, files, metas)
+                _write(users[name], kept, ordinals[name], tokenizer, files, metas)
+                ordinals[name] += len(kept)
             start += len(batch)
 
 

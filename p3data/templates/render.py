@@ -156,9 +156,6 @@ class CompiledTemplate:
     def render(self, row: Mapping[str, Any], index: int = 0) -> Outcome:
         return self.render_prepared(prepare_row(row), index)
 
-    def render_rows(self, rows: Iterable[Mapping[str, Any]], start: int = 0) -> list[Outcome]:
-        return [self.render(row, start + i) for i, row in enumerate(rows)]
-
     def _row_error(self, prepared: Mapping[str, Any], index: int, err: Exception) -> RowError:
         """Name the field behind a failure: a missing one, or a referenced field that is None."""
         reason = f"{type(err).__name__}: {err}"
