@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.p3data-installed
+# TensorFlow logs every start-up detail to stderr; keep warnings and errors only.
+export TF_CPP_MIN_LOG_LEVEL := 2
 
 .PHONY: install test lint demo bench vocab clean
 DEMO_DIR ?= demo_output
