@@ -16,7 +16,7 @@ from p3data.cache import fs, parts
 from p3data.cache.example import encode_entries, ids_entry, text_entry, wrap_entries
 from p3data.cache.plan import CacheConfig, TaskOutput, WorkUnit
 from p3data.cache.tfrecord import frame
-from p3data.cache.tokenize import EOS_ID, Tokenizer
+from p3data.cache.tokenize import EOS_ID, MEMO_MAX_CHARS, Tokenizer
 from p3data.errors import P3DataError
 from p3data.stores import open_store
 from p3data.templates import DatasetRenderer, Dropped, Rendered
@@ -67,6 +67,7 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer,
     outputs = [o for o in outputs if o.template.name not in renderer.broken]
     users = {name: [o for o in outputs if o.template.name == name] for name in renderer.templates}
     ordinals = Counter()  # kept examples so far, per template
+    encoder = _Encoder(tokenizer)
     rows = open_store(job.entry, config.data_dir, config.rows_per_shard).read(
         job.source_split, unit.shard)
     with ExitStack() as stack:
@@ -78,7 +79,7 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer,
                 kept = [o for o in outcomes if isinstance(o, Rendered)]
                 for out in users[name]:
                     _count(metas[out.task], len(batch), len(kept), outcomes)
-                _write(users[name], kept, ordinals[name], tokenizer, files, metas)
+                _write(users[name], kept, ordinals[name], encoder, files, metas)
                 ordinals[name] += len(kept)
             start += len(batch)
 
@@ -93,7 +94,45 @@ def _count(meta: parts.PartMeta, rows: int, kept: int, outcomes: list) -> None:
                 meta.errors.append(str(outcome.error))
 
 
-def _write(users: list[TaskOutput], kept: list[Rendered], first: int, tokenizer: Tokenizer,
+class _Encoder:
+    """Map entries of one unit's examples. Labels, answer-choice lists and choices repeat
+    across rows and templates, so their entries are encoded once per unit."""
+
+    def __init__(self, tokenizer: Tokenizer):
+        self.tokenizer = tokenizer
+        self._targets: dict[str, tuple[bytes, int]] = {}
+        self._choice_lists: dict[tuple[str, ...], bytes] = {}
+        self._choices: dict[tuple[str, bool], tuple[bytes, int]] = {}
+
+    def targets(self, text: str, ids: list[int]) -> tuple[bytes, int]:
+        """(targets_pretokenized + targets entries, token count), EOS appended."""
+        if text in self._targets:
+            return self._targets[text]
+        out_ids = [*ids, EOS_ID]
+        result = (text_entry("targets_pretokenized", text) + ids_entry("targets", out_ids),
+                  parts.tokens(out_ids))
+        if len(text) <= MEMO_MAX_CHARS:
+            self._targets[text] = result
+        return result
+
+    def choice_list(self, choices: list[str]) -> bytes:
+        key = tuple(choices)
+        if key not in self._choice_lists:
+            self._choice_lists[key] = encode_entries({"answer_choices": choices})
+        return self._choice_lists[key]
+
+    def choice(self, choice: str, correct: bool, ids: list[int]) -> tuple[bytes, int]:
+        """A twin's is_correct, targets_pretokenized, targets and weight entries."""
+        key = (choice, correct)
+        if key not in self._choices:
+            out_ids = [*ids, EOS_ID]
+            self._choices[key] = (encode_entries({
+                "is_correct": correct, "targets": out_ids, "targets_pretokenized": choice,
+                "weight": 1.0}), parts.tokens(out_ids))
+        return self._choices[key]
+
+
+def _write(users: list[TaskOutput], kept: list[Rendered], first: int, encoder: _Encoder,
            files: dict, metas: dict[str, parts.PartMeta]) -> None:
     """Encode each kept render once and share the bytes between a task and its twin.
 
@@ -105,10 +144,10 @@ def _write(users: list[TaskOutput], kept: list[Rendered], first: int, tokenizer:
         return
     twins = any(out.score_eval for out in users)
     choices = [c for r in kept for c in r.answer_choices or ()] if twins else []
-    ids = tokenizer.encode([r.inputs for r in kept] + [r.targets for r in kept] + choices)
+    ids = encoder.tokenizer.encode(
+        [r.inputs for r in kept] + [r.targets for r in kept] + choices)
     n = len(kept)
     choice_ids = dict(zip(choices, ids[2 * n:], strict=True))
-    choice_entries: dict[tuple[str, bool], tuple[bytes, int]] = {}
     for k, r in enumerate(kept):
         in_ids = ids[k]
         n_in = parts.tokens(in_ids)
@@ -116,21 +155,14 @@ def _write(users: list[TaskOutput], kept: list[Rendered], first: int, tokenizer:
         for out in users:
             meta, handle = metas[out.task], files[out.task]
             if not out.score_eval:
-                out_ids = [*ids[n + k], EOS_ID]
-                entries = inputs + text_entry("targets_pretokenized", r.targets) + ids_entry(
-                    "targets", out_ids)
+                targets, n_out = encoder.targets(r.targets, ids[n + k])
+                entries = inputs + targets
                 if out.with_choices:
-                    entries = encode_entries({"answer_choices": r.answer_choices or []}) + entries
+                    entries = encoder.choice_list(r.answer_choices or []) + entries
                 handle.write(frame(wrap_entries(entries)))
-                meta.add_example(n_in, parts.tokens(out_ids))
+                meta.add_example(n_in, n_out)
                 continue
             for j, choice in enumerate(r.answer_choices or ()):
-                key = (choice, choice == r.targets)
-                if key not in choice_entries:
-                    out_ids = [*choice_ids[choice], EOS_ID]
-                    choice_entries[key] = (encode_entries({
-                        "is_correct": key[1], "targets": out_ids,
-                        "targets_pretokenized": choice, "weight": 1.0}), parts.tokens(out_ids))
-                entries, n_out = choice_entries[key]
+                entries, n_out = encoder.choice(choice, choice == r.targets, choice_ids[choice])
                 handle.write(frame(parts.twin_record(first + k, j, inputs + entries)))
                 meta.add_example(n_in, n_out)

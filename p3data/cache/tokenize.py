@@ -16,7 +16,7 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 EOS_ID = 1
 PAD_ID = 0
 # Short strings (labels, answer choices) repeat across rows and templates: tokenize them once.
-_MEMO_MAX_CHARS = 64
+MEMO_MAX_CHARS = 64
 _MEMO_MAX_ENTRIES = 200_000
 
 
@@ -39,12 +39,12 @@ class Tokenizer:
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         memo = self._memo
-        missing = list({t for t in texts if len(t) > _MEMO_MAX_CHARS or t not in memo})
+        missing = list({t for t in texts if len(t) > MEMO_MAX_CHARS or t not in memo})
         if missing:
             encoded = dict(zip(missing, self._processor.encode(missing, num_threads=1),
                                strict=True))
             if len(memo) < _MEMO_MAX_ENTRIES:
-                memo.update((t, ids) for t, ids in encoded.items() if len(t) <= _MEMO_MAX_CHARS)
+                memo.update((t, ids) for t, ids in encoded.items() if len(t) <= MEMO_MAX_CHARS)
         else:
             encoded = {}
         return [encoded[t] if t in encoded else memo[t] for t in texts]
