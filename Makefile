@@ -21,7 +21,9 @@ $(STAMP): setup.cfg pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet --no-deps --ignore-requires-python promptsource==0.1.0
 	touch $(STAMP)
 
+# The report's test renders the page in headless Chromium (Debian's package).
 test: install
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
@@ -38,6 +40,7 @@ demo: install
 		--vocab $(SAMPLE_VOCAB) -n 1
 	$(VENV)/bin/p3data peek $(DEMO_DIR)/t0_train gigaword_TLDR --split validation \
 		--vocab $(SAMPLE_VOCAB) -n 1
+	$(VENV)/bin/p3data report $(DEMO_DIR)/t0_train --out $(DEMO_DIR)/report.html
 
 bench: install
 	$(PY) benchmarks/render.py

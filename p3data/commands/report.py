@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from p3data.commands.options import positive_int
+from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
     from p3data.quality.validate import Lengths
@@ -17,11 +18,15 @@ def run(args: argparse.Namespace) -> int:
     from p3data import t0
     from p3data.quality.report import collect, render_html, render_markdown, totals
 
+    if not Path(args.cache_dir).is_dir():
+        raise P3DataError(f"{args.cache_dir}: no such cache folder")
     start = time.perf_counter()
     report = collect(args.cache_dir.rstrip("/"), args.split, args.lengths, args.max_records,
                      t0.load_definitions())
     out = Path(args.out)
     markdown = Path(args.markdown) if args.markdown else out.with_suffix(".md")
+    for folder in {out.parent, markdown.parent}:
+        folder.mkdir(parents=True, exist_ok=True)
     out.write_text(render_html(report), encoding="utf-8")
     markdown.write_text(render_markdown(report, out.name if markdown.parent == out.parent
                                         else str(out)), encoding="utf-8")

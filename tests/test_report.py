@@ -1,0 +1,55 @@
+"""`p3data report`: a built cache as HTML (checked in headless Chromium) and Markdown."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from cache_helpers import P3DATA, run_cache
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("report")
+    cache = root / "cache"
+    run_cache(cache, "--tasks", "super_glue_copa_exercise.*|glue_mrpc.*")
+    out = root / "report.html"
+    result = subprocess.run([P3DATA, "report", str(cache), "--out", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return cache, out
+
+
+def test_markdown_tables_carry_the_manifests_numbers(report):
+    cache, out = report
+    markdown = out.with_suffix(".md").read_text()
+    examples = rows_read = 0
+    for manifest_path in cache.glob("*/manifest.json"):
+        manifest = json.loads(manifest_path.read_text())
+        examples += sum(s["stats"]["examples"] for s in manifest["splits"].values())
+        rows_read += sum(s["rows_read"] for s in manifest["splits"].values())
+        assert manifest["task"] in markdown
+    assert f"{examples:,} examples" in markdown and f"{rows_read:,} rows read" in markdown
+    assert "| Reason | Tasks | Rows |" in markdown
+
+
+def test_page_renders_with_plots_and_tables_in_chromium(report, tmp_path):
+    _, out = report
+    assert shutil.which(CHROMIUM), "Chromium is missing: run `make test`, which installs it"
+    flags = [*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", out.as_uri()], capture_output=True,
+                         text=True, timeout=120).stdout
+    assert dom.count("<table") >= 3 and dom.count("<svg") >= 3
+    assert "Dropped rows" in dom and "glue_mrpc" in dom and "t0_train" in dom
+    shot = tmp_path / "report.png"
+    subprocess.run([CHROMIUM, *flags, "--window-size=1280,1600", f"--screenshot={shot}",
+                    out.as_uri()], capture_output=True, timeout=120)
+    assert shot.stat().st_size > 20_000  # a page with content, not a blank one
