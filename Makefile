@@ -45,6 +45,9 @@ demo: install
 bench: install
 	$(PY) benchmarks/render.py
 	$(PY) benchmarks/import_time.py
+	$(PY) benchmarks/cache_vs_stock.py
+	$(PY) benchmarks/cache_memory.py
+	$(PY) benchmarks/cache_scaling.py
 
 # Retrain the offline sample vocabulary after changing samples or templates.
 vocab: install
