@@ -35,3 +35,11 @@ class RowError(P3DataError):
         self.reason = reason
         field_part = f", field {field!r}" if field else ""
         super().__init__(f"{where}, row {row}{field_part}: {reason}")
+
+
+class RenderLimitError(RowError):
+    """One row made a template exceed a limit on work or size (the reason names the limit)."""
+
+
+class NotFoundError(P3DataError, LookupError):
+    """A name (dataset, template, task, mixture) that is not known; says what is."""

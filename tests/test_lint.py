@@ -146,3 +146,36 @@ def test_installed_t0_templates_have_no_errors(dataset, subset):
     folder = promptsource_dir() / dataset / (subset or "")
     result = lint([folder])
     assert result.templates > 10 and result.errors == 0
+
+
+def test_templates_past_the_render_limits(template_dir):
+    entries = {
+        "fixture power": ("{% set y = 9**(9**9) %}{{ premise }}", ERROR,
+                          "makes an integer of over 10,000 digits"),
+        "fixture range": ("{% for i in range(10**7) %}{% endfor %}{{ premise }}", ERROR,
+                          "range() of 10,000,000 numbers"),
+        "fixture product": ("{{ (premise * 30000000) | length }}", WARNING, "'*' by 30,000,000"),
+        "fixture width": ("{{ premise.ljust(10**6) }}", WARNING, "1,000,000 given to .ljust()"),
+        "fixture nested": ("{% for a in premise %}{% for b in a %}{% for c in b %}{{ c }}"
+                           "{% endfor %}{% endfor %}{% endfor %}", WARNING, "nested 3 deep"),
+        "fixture recursive": ("{% for x in [premise] recursive %}{{ loop([]) }}{% endfor %}",
+                              WARNING, "a recursive loop"),
+        "fixture macro": ("{% macro m(n) %}{{ m(n) }}{% endmacro %}{{ premise }}", WARNING,
+                          "macro 'm' in jinja calls itself"),
+    }
+    write_templates(template_dir, "super_glue", "copa", "".join(
+        template_entry(f"id-{i}", name, body + " ||| {{ choice1 }}")
+        for i, (name, (body, _, _)) in enumerate(entries.items())))
+    found = problems_of(template_dir)
+    assert set(found) == set(entries)
+    for name, (_, severity, phrase) in entries.items():
+        [(got_severity, reason)] = found[name]
+        assert got_severity == severity and phrase in reason, (name, reason)
+
+
+def test_ordinary_numbers_are_not_flagged(template_dir):
+    body = ("{{ premise[:1200] }} {{ 2 ** 10 }} {{ '-' * 20 }} {{ premise.ljust(30) }}"
+            "{% for a in premise %}{% for b in a %}{{ b }}{% endfor %}{% endfor %}"
+            " ||| {{ choice1 }}")
+    write_templates(template_dir, "super_glue", "copa", template_entry("id-ok", "ordinary", body))
+    assert lint([template_dir]).problems == []

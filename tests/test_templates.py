@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import template_entry, write_templates
 
-from p3data.errors import TemplateFileError
+from p3data.errors import NotFoundError, TemplateFileError
 from p3data.templates import CompiledTemplate, TemplateCollection, TemplateSource
 from p3data.templates.collection import ENV_TEMPLATE_DIRS
 
@@ -94,7 +94,9 @@ def test_missing_extra_folder_is_an_error(tmp_path):
 
 def test_unknown_dataset_and_template_names():
     collection = TemplateCollection.default()
-    with pytest.raises(KeyError, match="no templates for dataset 'nope/x'"):
+    with pytest.raises(NotFoundError, match="no templates for dataset 'nope/x'"):
         collection.get("nope", "x")
-    with pytest.raises(KeyError, match="has no template named 'nope'"):
+    with pytest.raises(NotFoundError, match="has no template named 'nope'"):
         collection.template("super_glue", "copa", "nope")
+    with pytest.raises(NotFoundError, match="did you mean 'exercise'"):
+        collection.template("super_glue", "copa", "exercice")

@@ -1,15 +1,19 @@
 """`lint`: find template bugs by reading the files, before hours of caching find them for you.
 
-A template that reads a field its dataset lacks, has no `|||`, or names an unknown metric
-fails on every row or at evaluation time; here each shows up as one line naming the file,
-the template and the reason. Templates are layered like `TemplateCollection` does
-(promptsource, then the project's folder, then the environment's, then the given paths), so
-a new template that reuses a name of an installed one is caught too.
+A template that reads a field its dataset lacks, has no `|||`, names an unknown metric or runs
+past the render limits fails on every row or at evaluation time; here each shows up as one line
+naming the file, the template and the reason (what only risks the limits is a warning).
+Templates are layered like `TemplateCollection` does (promptsource, then the project's folder,
+then the environment's, then the given paths), so a new template that reuses a name of an
+installed one is caught too.
 """
 
 from __future__ import annotations
 
+import math
+import operator
 import os
+import string
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +26,13 @@ from p3data.catalog import Catalog
 from p3data.errors import TemplateError, TemplateFileError
 from p3data.templates import CompiledTemplate, Template, default_sources
 from p3data.templates.collection import TEMPLATE_FILENAME
+from p3data.templates.limits import (
+    MAX_INT_DIGITS,
+    MAX_STEPS,
+    int_digits,
+    largest_number,
+    printf_widths,
+)
 from p3data.templates.render import RESERVED_FIELD, SEPARATOR
 from p3data.templates.sandbox import ENVIRONMENT
 from p3data.templates.yaml_io import read_template_file
@@ -30,6 +41,11 @@ ERROR = "error"
 WARNING = "warning"
 # promptsource lists it among its metric names, though T0 maps it to no function.
 EXTRA_METRICS = frozenset({"Mean Reciprocal Rank"})
+# Render limits, read statically: a count or size above this is worth a look (promptsource's
+# largest is 1,200); loops nested deeper than this multiply their work (promptsource: 2).
+LARGE_CONSTANT = 100_000
+LARGE_EXPONENT = 1_000
+MAX_LOOP_NESTING = 2
 
 
 @dataclass(frozen=True)
@@ -136,6 +152,8 @@ def check_template(
             yield ERROR, f"Jinja syntax error in {part}, line {err.lineno}: {err.message}"
     if len(asts) < 1 + (template.answer_choices is not None):
         return
+    for part, ast in asts.items():
+        yield from dict.fromkeys(_limit_problems(ast, part))  # once each
     unknown: dict[str, None] = {}  # ordered and without repeats
     for part, ast in asts.items():
         for node in ast.find_all((nodes.Filter, nodes.Test)):
@@ -163,6 +181,131 @@ def check_template(
                           f"(fields: {', '.join(sorted(features))})")
     if compiled.fixed_answer_choices is not None and not all(compiled.fixed_answer_choices):
         yield ERROR, f"answer_choices has an empty choice: {compiled.fixed_answer_choices}"
+
+
+def _limit_problems(ast: nodes.Template, part: str) -> Iterator[tuple[str, str]]:
+    """What, read without a row, makes renders fail a render limit (errors) or risks it
+    (warnings): big constants in `*`, `**`, `range()` and sizes, deep or recursive loops,
+    macros calling themselves."""
+    limits = "the render limits"
+    for node in ast.find_all(nodes.Pow):
+        value, exponent = _constant(node), _constant(node.right)
+        if value == math.inf:
+            yield ERROR, (f"'**' in {part} makes an integer of over {MAX_INT_DIGITS:,} digits: "
+                          "every row would fail")
+        elif exponent is not None and exponent >= LARGE_EXPONENT:
+            yield WARNING, f"'**' with an exponent of {exponent:,} in {part} may exceed {limits}"
+    for node in ast.find_all(nodes.Mul):
+        factors = [_constant(side) for side in (node.left, node.right)]
+        if math.inf in factors or _constant(node) == math.inf:
+            yield ERROR, (f"'*' in {part} makes an integer of over {MAX_INT_DIGITS:,} digits: "
+                          "every row would fail")
+        elif any(f is not None and f >= LARGE_CONSTANT for f in factors):
+            yield WARNING, f"'*' by {max(f for f in factors if f):,} in {part} may exceed {limits}"
+    for node in ast.find_all((nodes.Call, nodes.Filter)):
+        yield from _call_problems(node, part)
+    for node in ast.find_all(nodes.Mod):
+        if isinstance(node.left, nodes.Const) and isinstance(node.left.value, str):
+            width = max(printf_widths(node.left.value), default=0)
+            if width >= LARGE_CONSTANT:
+                yield WARNING, f"a '%' format width of {width:,} in {part} may exceed {limits}"
+    depth = _loop_depth(ast)
+    if depth > MAX_LOOP_NESTING:
+        yield WARNING, f"loops nested {depth} deep in {part}: their work multiplies"
+    if any(loop.recursive for loop in ast.find_all(nodes.For)):
+        yield WARNING, f"a recursive loop in {part}: only {limits} bound its work"
+    for name in _recursive_macros(ast):
+        yield WARNING, f"macro {name!r} in {part} calls itself: only {limits} bound its work"
+
+
+def _constant(node: nodes.Node) -> int | float | None:
+    """The number a constant expression makes (inf past what a render may compute), or None."""
+    if isinstance(node, nodes.Const):
+        return node.value if type(node.value) in (int, float) else None
+    if isinstance(node, nodes.Neg):
+        value = _constant(node.node)
+        return None if value is None else -value
+    if not isinstance(node, (nodes.Add, nodes.Sub, nodes.Mul, nodes.Pow)):
+        return None
+    left, right = _constant(node.left), _constant(node.right)
+    if left is None or right is None:
+        return None
+    if math.inf in (left, right) or (isinstance(node, (nodes.Mul, nodes.Pow)) and int_digits(
+            node.operator, left, right) > MAX_INT_DIGITS):
+        return math.inf
+    try:
+        return _ARITHMETIC[node.operator](left, right)
+    except (OverflowError, ZeroDivisionError):
+        return math.inf
+
+
+_ARITHMETIC = {"+": operator.add, "-": operator.sub, "*": operator.mul, "**": operator.pow}
+
+
+def _call_problems(node: nodes.Call | nodes.Filter, part: str) -> Iterator[tuple[str, str]]:
+    """A large constant count or size passed to a call or filter, or as a format width."""
+    called = node.node
+    if isinstance(node, nodes.Filter):
+        what = f"filter {node.name!r}"
+    elif isinstance(called, nodes.Name):
+        what = f"{called.name}()"
+    elif isinstance(called, nodes.Getattr):
+        what = f".{called.attr}()"
+    else:
+        what = "a call"
+    values = [_constant(arg) for arg in [*node.args, *(kw.value for kw in node.kwargs)]]
+    values = [v for v in values if v is not None]
+    if isinstance(called, nodes.Getattr) and called.attr in ("format", "format_map") \
+            and isinstance(called.node, nodes.Const) and isinstance(called.node.value, str):
+        values += _format_widths(called.node.value)
+    if isinstance(node, nodes.Filter) and node.name == "format" \
+            and isinstance(called, nodes.Const) and isinstance(called.value, str):
+        values += printf_widths(called.value)
+    if what == "range()" and values and all(isinstance(v, int) for v in values):
+        try:
+            numbers = range(*values)
+        except (TypeError, ValueError):  # range() itself will say why
+            numbers = range(0)
+        count = max(0, -((numbers.start - numbers.stop) // numbers.step))  # len() may overflow
+        if count > MAX_STEPS:
+            yield ERROR, (f"range() of {count:,} numbers in {part}: every row would exceed the "
+                          f"work budget of {MAX_STEPS:,} steps")
+            return
+    largest = max(values, default=0)
+    if largest >= LARGE_CONSTANT:
+        shown = f"{largest:,}" if largest != math.inf else "a number beyond the render limits"
+        yield WARNING, f"{shown} given to {what} in {part} may exceed the render limits"
+
+
+def _format_widths(text: str) -> list[int]:
+    """The widths and precisions of a `str.format` template's fields (nested ones aside)."""
+    try:
+        return [largest_number(spec) for _, _, spec, _ in string.Formatter().parse(text) if spec]
+    except ValueError:  # not a format template: format() itself will say so
+        return []
+
+
+def _loop_depth(node: nodes.Node) -> int:
+    return max((_loop_depth(child) + isinstance(child, nodes.For)
+                for child in node.iter_child_nodes()), default=0)
+
+
+def _recursive_macros(ast: nodes.Template) -> list[str]:
+    """Macros that call themselves, directly or through others."""
+    calls = {macro.name: {call.node.name for call in macro.find_all(nodes.Call)
+                          if isinstance(call.node, nodes.Name)}
+             for macro in ast.find_all(nodes.Macro)}
+    recursive = []
+    for name in calls:
+        seen, todo = set(), list(calls[name])
+        while todo:
+            callee = todo.pop()
+            if callee not in seen:
+                seen.add(callee)
+                todo += calls.get(callee, ())
+        if name in seen:
+            recursive.append(name)
+    return recursive
 
 
 def _check_metadata(template: Template, known_metrics: frozenset[str]) -> Iterator[tuple[str, str]]:

@@ -1,4 +1,5 @@
-"""promptsource templates: loading (with overrides and provenance) and sandboxed rendering."""
+"""promptsource templates: loading (with overrides and provenance) and sandboxed, bounded
+rendering."""
 
 from p3data.templates.collection import (
     DatasetTemplates,

@@ -9,6 +9,7 @@ few datasets does not parse hundreds of files.
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import os
 import re
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from p3data.errors import TemplateFileError
+from p3data.errors import NotFoundError, TemplateFileError
 from p3data.templates.model import Template
 from p3data.templates.yaml_io import read_template_file
 
@@ -133,7 +134,8 @@ class DatasetTemplates:
         try:
             return self._by_name[name]
         except KeyError:
-            raise KeyError(f"{self.key} has no template named {name!r}") from None
+            raise NotFoundError(f"{self.key} has no template named {name!r}"
+                                + _did_you_mean(name, self._by_name)) from None
 
     def __iter__(self) -> Iterator[Template]:
         return iter(self._by_name.values())
@@ -168,10 +170,17 @@ class TemplateCollection:
             return self._datasets[(dataset, subset)]
         except KeyError:
             name = f"{dataset}/{subset}" if subset else dataset
-            raise KeyError(f"no templates for dataset {name!r}") from None
+            known = [f"{d}/{s}" if s else d for d, s in self._datasets]
+            raise NotFoundError(f"no templates for dataset {name!r}"
+                                + _did_you_mean(name, known)) from None
 
     def template(self, dataset: str, subset: str | None, name: str) -> Template:
         return self.get(dataset, subset)[name]
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=3)
+    return f"; did you mean {', '.join(map(repr, close))}?" if close else ""
 
 
 def parse_dataset_key(text: str) -> DatasetKey:

@@ -11,6 +11,9 @@ Semantics kept from promptsource 0.1.0 `Template.apply` and T0's `apply_template
 - the output is split on `|||` and each part stripped;
 - a row is kept only with exactly 2 parts and non-empty inputs; an empty target becomes
   `<NO LABEL>`; the answer-choice list is kept with the row.
+
+Unlike promptsource, a render is bounded (`p3data.templates.limits`): a row that makes a template
+exceed a limit on work or size is dropped with a `RenderLimitError` naming the limit.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from typing import Any
 from jinja2 import Template as JinjaTemplate
 from jinja2 import TemplateSyntaxError, UndefinedError, meta, nodes
 
-from p3data.errors import RowError, TemplateError
+from p3data.errors import RenderLimitError, RowError, TemplateError
+from p3data.templates.limits import Budget, LimitExceeded, output, start_render
 from p3data.templates.model import Template
-from p3data.templates.sandbox import ENVIRONMENT, RNG_KEY, RowRandom
+from p3data.templates.sandbox import ENVIRONMENT, RNG_KEY, RowRandom, limit_template
 
 TEXT_VAR_LENGTH = 2048
 SEPARATOR = "|||"
@@ -86,9 +90,11 @@ def _uses_choice(ast: nodes.Template) -> bool:
     return any(node.name in ("choice", "random") for node in ast.find_all(nodes.Filter))
 
 
-def _run(template: JinjaTemplate, context: dict[str, Any]) -> str:
-    """`Template.render` without its copies: the row's context dict is used as it is."""
-    return ENVIRONMENT.concat(template.root_render_func(template.new_context(context, shared=True)))
+def _run(template: JinjaTemplate, context: dict[str, Any], budget: Budget) -> str:
+    """`Template.render` without its copies (the row's context dict is used as it is), under
+    the budget `start_render` gave."""
+    return output(list(template.root_render_func(template.new_context(context, shared=True))),
+                  budget)
 
 
 class CompiledTemplate:
@@ -98,20 +104,30 @@ class CompiledTemplate:
         self.template = template
         self.seed = seed
         body_ast = self._parse(_with_truncation(template.jinja), "jinja")
-        self._body = ENVIRONMENT.from_string(body_ast)
-        self._globals = dict(self._body.globals)  # merged into each row's context once
         self.variables = frozenset(meta.find_undeclared_variables(body_ast))
         self._draws = _uses_choice(body_ast)
         self._choices = None
         self.fixed_answer_choices: list[str] | None = None
+        start_render()  # compiling evaluates constant parts
+        self._body = ENVIRONMENT.from_string(limit_template(body_ast))
+        self._globals = dict(self._body.globals)  # merged into each row's context once
         if template.answer_choices is not None:
             choices_ast = self._parse(template.answer_choices, "answer_choices")
-            self._choices = ENVIRONMENT.from_string(choices_ast)
             choice_vars = meta.find_undeclared_variables(choices_ast)
             self.variables |= choice_vars
             self._draws |= _uses_choice(choices_ast)
-            if not choice_vars and not _uses_choice(choices_ast):
-                self.fixed_answer_choices = self._split_choices(self._choices.render())
+            fixed = not choice_vars and not _uses_choice(choices_ast)
+            try:
+                budget = start_render()
+                self._choices = ENVIRONMENT.from_string(limit_template(choices_ast))
+                if fixed:
+                    self.fixed_answer_choices = self._split_choices(
+                        _run(self._choices, dict(self._choices.globals), budget))
+            except LimitExceeded as err:
+                raise TemplateError(self.template.where, f"answer_choices: {err}") from None
+            except Exception as err:  # noqa: BLE001 - a broken template, not a p3data bug
+                raise TemplateError(self.template.where, f"answer_choices cannot be rendered: "
+                                    f"{type(err).__name__}: {err}") from None
 
     def _parse(self, source: str, what: str) -> nodes.Template:
         try:
@@ -135,14 +151,18 @@ class CompiledTemplate:
             context = {**self._globals, **prepared}
             if self._draws:
                 context[RNG_KEY] = RowRandom(self.template.id, index, self.seed)
+            budget = start_render(prepared)
             if self._choices is not None and self.fixed_answer_choices is None:
-                choices = self._split_choices(_run(self._choices, context))
+                choices = self._split_choices(_run(self._choices, context, budget))
             else:
                 choices = self.fixed_answer_choices
             context[RESERVED_FIELD] = choices
-            parts = _run(self._body, context).split(SEPARATOR)
+            parts = _run(self._body, context, budget).split(SEPARATOR)
         except RowError as err:
             return Dropped(index, RENDER_ERROR, err)
+        except LimitExceeded as err:
+            error = RenderLimitError(self.template.where, index, str(err))
+            return Dropped(index, RENDER_ERROR, error)
         except Exception as err:  # noqa: BLE001 - any template failure is this row's problem
             return Dropped(index, RENDER_ERROR, self._row_error(prepared, index, err))
         if len(parts) != 2:
@@ -173,24 +193,59 @@ class CompiledTemplate:
         )
 
 
+# A template that exceeds its limits on each of its first rows would spend up to its time
+# limit on every row of the split: after this many it is taken out as broken.
+LIMIT_STRIKES = 10
+
+
 class DatasetRenderer:
-    """All templates of one dataset over one stream of rows: each row is prepared once."""
+    """All templates of one dataset over one stream of rows: each row is prepared once.
+
+    `broken` holds the templates that cannot render: those that do not compile, and those
+    taken out after exceeding their limits on each of their first LIMIT_STRIKES rows.
+    """
 
     def __init__(self, templates: Iterable[Template], seed: int = 0):
         self.templates: dict[str, CompiledTemplate] = {}
         self.broken: dict[str, TemplateError] = {}
+        self._strikes: dict[str, int] = {}  # limit errors before any other outcome
         for template in templates:
             try:
                 self.templates[template.name] = CompiledTemplate(template, seed)
+                self._strikes[template.name] = 0
             except TemplateError as err:
                 self.broken[template.name] = err
 
     def render_batch(
         self, rows: Sequence[Mapping[str, Any]], start: int = 0
     ) -> dict[str, list[Outcome]]:
-        """Outcomes per template name, one per row, rows numbered from `start`."""
+        """Outcomes per template name, one per row, rows numbered from `start` (templates taken
+        out during the batch get a `Dropped` for each row they did not render)."""
         prepared = [prepare_row(row) for row in rows]
-        return {
-            name: [compiled.render_prepared(row, start + i) for i, row in enumerate(prepared)]
-            for name, compiled in self.templates.items()
-        }
+        return {name: self._render(name, prepared, start) for name in list(self.templates)}
+
+    def _render(self, name: str, prepared: list[dict[str, Any]], start: int) -> list[Outcome]:
+        compiled = self.templates[name]
+        outcomes: list[Outcome] = []
+        for i, row in enumerate(prepared):
+            outcome = compiled.render_prepared(row, start + i)
+            outcomes.append(outcome)
+            if name in self._strikes:
+                if not isinstance(outcome, Dropped) or not isinstance(outcome.error,
+                                                                       RenderLimitError):
+                    del self._strikes[name]  # it renders rows: no more counting
+                elif (strikes := self._strikes[name] + 1) < LIMIT_STRIKES:
+                    self._strikes[name] = strikes
+                else:
+                    return outcomes + self._take_out(name, outcome.error, start + i + 1,
+                                                     len(prepared) - i - 1)
+        return outcomes
+
+    def _take_out(self, name: str, error: RenderLimitError, first: int,
+                  count: int) -> list[Outcome]:
+        where = self.templates.pop(name).template.where
+        self.broken[name] = TemplateError(
+            where, f"taken out after exceeding its limits on each of its first {LIMIT_STRIKES} "
+                   f"rows: {error.reason}")
+        return [Dropped(first + k, RENDER_ERROR, RenderLimitError(
+            where, first + k, "not rendered: the template was taken out")) for k in range(count)]
