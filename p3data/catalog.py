@@ -7,15 +7,20 @@ Nothing here reads data or touches the network: split names and sizes come from 
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from p3data.errors import P3DataError
+
+if TYPE_CHECKING:
+    import jsonschema
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: fast
 CATALOG_FILE = Path(__file__).parent / "data" / "catalog.yaml"
@@ -70,41 +75,48 @@ class DatasetEntry:
         return {None: {split: split for split in self.splits}}
 
 
-_FIELDS = {"dataset", "subset", "train", "eval", "train_size", "splits", "features",
-           "text_lengths", "hub", "manual_download", "rounds"}
+def read_catalog_file(path: str | os.PathLike, *, validate: bool = True) -> list[DatasetEntry]:
+    """The file's entries, or a CatalogError listing every problem, one line each.
+
+    `validate=False` is for the bundled catalog only, which the tests validate: checking it on
+    every load would double the time of `import p3data.tasks`.
+    """
+    path = Path(path)
+    raw = _read_yaml(path)
+    problems = list(dict.fromkeys(_problem_lines(path, raw))) if validate else []
+    if problems:
+        if len(problems) > _MAX_PROBLEMS:
+            rest = len(problems) - _MAX_PROBLEMS
+            problems = [*problems[:_MAX_PROBLEMS], f"{path}: ... and {rest} more problems"]
+        raise CatalogError("\n".join(problems))
+    return [_entry(item, path) for item in raw]
 
 
-def _entry(raw: Any, path: Path, number: int) -> DatasetEntry:
-    where = f"{path}: entry {number}"
-    if not isinstance(raw, dict):
-        raise CatalogError(f"{where}: expected a mapping")
-    unknown = set(raw) - _FIELDS
-    if unknown:
-        raise CatalogError(f"{where}: unknown fields {sorted(unknown)}")
-    if not isinstance(raw.get("dataset"), str):
-        raise CatalogError(f"{where}: 'dataset' must be a string")
-    where = f"{where} ({raw['dataset']}{'/' + str(raw['subset']) if raw.get('subset') else ''})"
-    splits = raw.get("splits")
-    if not isinstance(splits, dict) or not all(
-        isinstance(k, str) and isinstance(v, int) for k, v in splits.items()
-    ):
-        raise CatalogError(f"{where}: 'splits' must map split names to example counts")
-    if raw.get("train") not in (None, *TRAIN_ROLES):
-        raise CatalogError(f"{where}: 'train' must be one of {TRAIN_ROLES}")
-    if raw.get("eval") not in (None, *EVAL_ROLES):
-        raise CatalogError(f"{where}: 'eval' must be one of {EVAL_ROLES}")
-    if not isinstance(raw.get("features"), dict):
-        raise CatalogError(f"{where}: 'features' must be a mapping")
-    rounds = raw.get("rounds")
-    for name, mapping in (rounds or {}).items():
-        missing = set(mapping.values()) - set(splits)
-        if missing:
-            raise CatalogError(f"{where}: round {name} maps to unknown splits {sorted(missing)}")
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise CatalogError(f"{path}: cannot read catalog: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise CatalogError(f"{path}: not UTF-8 text: {err.reason} at byte {err.start}") from None
+    try:
+        return yaml.load(text, Loader=_LOADER)  # noqa: S506
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise CatalogError(f"{where}: invalid YAML: {err.problem or err.context}") from None
+    except yaml.YAMLError as err:
+        raise CatalogError(f"{path}: invalid YAML: {err}") from None
+
+
+def _entry(raw: dict[str, Any], path: Path) -> DatasetEntry:
+    """A DatasetEntry from an entry that passed validation."""
     hub = raw.get("hub") or {}
+    subset = raw.get("subset")
     return DatasetEntry(
         dataset=raw["dataset"],
-        subset=str(raw["subset"]) if raw.get("subset") is not None else None,
-        splits=dict(splits),
+        subset=None if subset is None else str(subset),
+        splits=dict(raw["splits"]),
         features=raw["features"],
         train=raw.get("train"),
         eval=raw.get("eval"),
@@ -115,19 +127,121 @@ def _entry(raw: Any, path: Path, number: int) -> DatasetEntry:
             columns=dict(hub.get("columns") or {}), notes=hub.get("notes") or "",
         ),
         manual_download=raw.get("manual_download"),
-        rounds=rounds,
+        rounds=raw.get("rounds"),
         source=str(path),
     )
 
 
-def read_catalog_file(path: Path) -> list[DatasetEntry]:
-    try:
-        raw = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_LOADER)  # noqa: S506
-    except (OSError, yaml.YAMLError) as err:
-        raise CatalogError(f"{path}: cannot read catalog: {err}") from None
+# ---- validation: the declared schema, then the cross-field rules it cannot express ----
+
+SCHEMA_FILE = Path(__file__).parent / "data" / "catalog.schema.json"
+_MAX_PROBLEMS = 20
+_TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string",
+               "integer": "an integer", "number": "a number", "boolean": "true or false",
+               "null": "null"}
+_Location = tuple[Any, ...]  # entry index, then keys and list indices inside the entry
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    import jsonschema  # here, not at module level: `import p3data.catalog` stays light
+
+    return jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
+
+
+def _problem_lines(path: Path, raw: Any) -> Iterator[str]:
+    for location, problem in sorted(_problems(raw), key=lambda found: found[0][:1]):
+        if not location:
+            yield f"{path}: {problem}"
+            continue
+        number, *inside = location
+        field = "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in inside)
+        yield (f"{path}: entry {number + 1}{_entry_name(raw[number])}: "
+               + (f"{field[1:]}: " if field else "") + problem)
+
+
+def _entry_name(item: Any) -> str:
+    """' (dataset/subset)' as far as the entry names them, for locating it in the file."""
+    if not isinstance(item, dict) or not isinstance(item.get("dataset"), str):
+        return ""
+    subset = item.get("subset")
+    named = type(subset) in (str, int) and subset != ""
+    return f" ({item['dataset']}/{subset})" if named else f" ({item['dataset']})"
+
+
+def _problems(raw: Any) -> Iterator[tuple[_Location, str]]:
+    """(where, what is wrong) for each violation of the schema, then of the cross-field rules."""
+    invalid = set()
+    for error in _validator().iter_errors(raw):
+        location = tuple(error.absolute_path)
+        invalid.update(location[:1])
+        yield location, _describe(error)
     if not isinstance(raw, list):
-        raise CatalogError(f"{path}: a catalog is a YAML list of dataset entries")
-    return [_entry(item, path, i + 1) for i, item in enumerate(raw)]
+        return
+    seen: dict[tuple[str, str | None], int] = {}
+    for number, item in enumerate(raw):
+        if number in invalid:
+            continue  # the cross-field rules assume well-typed fields
+        key = (item["dataset"], None if item.get("subset") is None else str(item["subset"]))
+        if key in seen:
+            yield (number,), f"the same dataset/subset as entry {seen[key] + 1}"
+        seen.setdefault(key, number)
+        for where, problem in _cross_field_problems(item):
+            yield (number, *where), problem
+
+
+def _cross_field_problems(item: dict[str, Any]) -> Iterator[tuple[_Location, str]]:
+    hub = item.get("hub") or {}
+    manual = item.get("manual_download") or {}
+    split_refs = [(("rounds", name, split), source) for name, mapping in
+                  (item.get("rounds") or {}).items() for split, source in mapping.items()]
+    split_refs += [(("manual_download", "files", split), split) for split in
+                   manual.get("files") or {}]
+    field_refs = [(("text_lengths", name), name) for name in item.get("text_lengths") or {}]
+    field_refs += [((section, "columns", old), new) for section, spec in
+                   (("hub", hub), ("manual_download", manual))
+                   for old, new in (spec.get("columns") or {}).items()]
+    for refs, known, kind in ((split_refs, item["splits"], "splits"),
+                              (field_refs, item["features"], "features")):
+        for where, name in refs:
+            if name not in known:
+                yield where, f"{name!r} is not one of the entry's {kind} ({', '.join(known)})"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """One jsonschema error as a short sentence about the value (no schema jargon)."""
+    value, expected, schema = error.instance, error.validator_value, error.schema
+    if "propertyNames" in error.schema_path:  # the value is a key of the mapping
+        return f"keys must be non-empty strings, got {_show(value)}"
+    match error.validator:
+        case "type":
+            types = [expected] if isinstance(expected, str) else expected
+            words = " or ".join(_TYPE_WORDS[t] for t in types if t != "null" or len(types) == 1)
+            hint = f" ({schema['description']})" if "description" in schema else ""
+            return f"expected {words}{hint}, got {_show(value)}"
+        case "enum":
+            choices = ", ".join(c if isinstance(c, str) else json.dumps(c) for c in expected)
+            return f"expected one of {choices}; got {_show(value)}"
+        case "minimum":
+            return f"expected at least {expected}, got {_show(value)}"
+        case "minLength" | "minItems" | "minProperties":
+            return "must not be empty"
+        case "uniqueItems":
+            repeated = dict.fromkeys(v for v in value if value.count(v) > 1)
+            return f"repeats {', '.join(map(_show, repeated))}"
+        case "required":
+            return f"missing {', '.join(repr(k) for k in expected if k not in value)}"
+        case "additionalProperties":
+            known = schema.get("properties", {})
+            unknown = [repr(k) for k in value if k not in known]
+            return (f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
+                    f" (known: {', '.join(known)})")
+    return error.message
+
+
+def _show(value: Any) -> str:
+    text = "null" if value is None else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class Catalog:
@@ -141,8 +255,9 @@ class Catalog:
     @classmethod
     def load(cls, extra_files: Iterable[str | os.PathLike] = ()) -> Catalog:
         env_files = [p for p in os.environ.get(ENV_CATALOG, "").split(os.pathsep) if p]
-        files = [CATALOG_FILE, *map(Path, env_files), *map(Path, extra_files)]
-        return cls(entry for path in files for entry in read_catalog_file(path))
+        user_files = [*map(Path, env_files), *map(Path, extra_files)]
+        return cls([*read_catalog_file(CATALOG_FILE, validate=False),
+                    *(entry for path in user_files for entry in read_catalog_file(path))])
 
     def __iter__(self) -> Iterator[DatasetEntry]:
         return iter(self._entries.values())

@@ -1,59 +1,135 @@
-"""Checking rows against a catalog entry's `features` (the type language of catalog.yaml).
+"""Checking source rows against a catalog entry's `features` (the type language of catalog.yaml).
 
-Used to keep the bundled samples schema-true and to point at malformed rows in a mirror:
-each problem names the field path and what was expected.
+The cache builder checks every source row and counts the problems by category, so a checker is
+compiled once per features spec, and its problems are stable categories that name the field
+path and the kind of mismatch but never the row's values: fit to be counter keys.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-_INTS = {"int8", "int16", "int32", "int64"}
-_FLOATS = {"float32", "float64"}
+from p3data.catalog import CatalogError
+
+Check = Callable[[Any], Sequence[str]]  # a value -> its problem categories (empty: it conforms)
+
+_OK: tuple[str, ...] = ()
+_MISSING = object()
+_CONSTRUCTORS = ("class_label", "sequence", "list")
+_INT_RANGES = {f"int{bits}": (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) for bits in (8, 16, 32, 64)}
+# Exact types, as JSON and Arrow give them: a bool is not an int, an int is a fine float.
+_SCALARS = {"string": frozenset({str}), "bool": frozenset({bool}),
+            "float32": frozenset({int, float}), "float64": frozenset({int, float}),
+            **{kind: frozenset({int}) for kind in _INT_RANGES}}
+_TYPE_NAMES = {str: "string", int: "int", float: "float", bool: "bool", list: "list",
+               dict: "struct", type(None): "null"}
 
 
-def row_problems(features: dict[str, Any], row: Any) -> list[str]:
-    """Every way `row` differs from the schema (empty: it conforms)."""
-    if not isinstance(row, dict):
-        return [f"row: expected an object, got {type(row).__name__}"]
-    problems = [f"{name}: missing" for name in features if name not in row]
-    problems += [f"{name}: not in the schema" for name in row if name not in features]
-    for name, kind in features.items():
-        if name in row:
-            problems += _value_problems(name, kind, row[name])
-    return problems
+class RowChecker:
+    """The problems of rows against one features spec; extra columns are not problems."""
+
+    def __init__(self, features: Mapping[str, Any]):
+        self._check = _struct("row", features, prefix="")
+
+    def problems(self, row: Any) -> list[str]:
+        """Problem categories of `row`, each once, e.g. `label: class id out of range`."""
+        found = self._check(row)
+        return list(dict.fromkeys(found)) if found else []
 
 
-def _value_problems(path: str, kind: Any, value: Any) -> list[str]:
+def _compile(path: str, kind: Any) -> Check:
+    leaf = _leaf(path, kind)
+    if leaf:
+        return leaf.check
+    if not isinstance(kind, Mapping) or not kind:
+        raise CatalogError(f"features.{path}: expected a type name or a mapping, got {kind!r}")
+    constructor = next(iter(kind)) if len(kind) == 1 else None
+    if constructor in ("sequence", "list"):
+        inner = kind[constructor]
+        if constructor == "sequence" and _is_struct(inner):
+            # `datasets` stores a sequence of structs as a struct of lists
+            return _struct(path, {name: {"list": sub} for name, sub in inner.items()},
+                           prefix=f"{path}.")
+        return _list(path, inner)
+    return _struct(path, kind, prefix=f"{path}.")
+
+
+def _is_struct(kind: Any) -> bool:
+    return isinstance(kind, Mapping) and not (len(kind) == 1 and next(iter(kind)) in _CONSTRUCTORS)
+
+
+def _mismatch(path: str, expected: str, value: Any) -> str:
+    actual = _TYPE_NAMES.get(type(value)) or type(value).__name__
+    return f"{path}: {actual} where {expected} expected"
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """A scalar or class-label field: accepted exact types and, for ints, inclusive bounds."""
+
+    path: str
+    expected: str
+    accepted: frozenset[type]
+    bounds: tuple[int, int] | None = None
+    out_of_range: str = ""
+
+    def check(self, value: Any) -> Sequence[str]:
+        if type(value) not in self.accepted:
+            return (_mismatch(self.path, self.expected, value),)
+        if self.bounds and not self.bounds[0] <= value <= self.bounds[1]:
+            return (f"{self.path}: {self.out_of_range}",)
+        return _OK
+
+    def all_ok(self, values: list) -> bool:
+        """True when every value conforms, checked in bulk (long token lists are common)."""
+        if not self.accepted.issuperset(map(type, values)):
+            return False
+        return not (self.bounds and values) or (
+            self.bounds[0] <= min(values) and max(values) <= self.bounds[1])
+
+
+def _leaf(path: str, kind: Any) -> _Leaf | None:
     if isinstance(kind, str):
-        ok = {"string": isinstance(value, str), "bool": isinstance(value, bool)}.get(kind)
-        if ok is None:
-            numeric = isinstance(value, int) and not isinstance(value, bool)
-            ok = numeric if kind in _INTS else (numeric or isinstance(value, float))
-            if kind not in _INTS | _FLOATS:
-                return [f"{path}: unknown type {kind!r} in the schema"]
-        return [] if ok else [f"{path}: expected {kind}, got {value!r:.40}"]
-    if "class_label" in kind:
-        names = kind["class_label"]
-        if isinstance(value, int) and not isinstance(value, bool) and -1 <= value < len(names):
-            return []
-        return [f"{path}: expected a class id in [-1, {len(names) - 1}], got {value!r:.40}"]
-    if "sequence" in kind or "list" in kind:
-        inner = kind.get("sequence", kind.get("list"))
-        if isinstance(inner, dict) and "sequence" in kind and not _is_constructor(inner):
-            # HF stores a sequence of structs as a struct of lists
-            return _value_problems(path, {k: {"list": v} for k, v in inner.items()}, value)
-        if not isinstance(value, list):
-            return [f"{path}: expected a list, got {value!r:.40}"]
-        return [p for i, item in enumerate(value)
-                for p in _value_problems(f"{path}[{i}]", inner, item)]
-    if not isinstance(value, dict):
-        return [f"{path}: expected an object, got {value!r:.40}"]
-    return [p for name, sub in kind.items()
-            for p in (_value_problems(f"{path}.{name}", sub, value[name]) if name in value
-                      else [f"{path}.{name}: missing"])] + [
-        f"{path}.{name}: not in the schema" for name in value if name not in kind]
+        if kind not in _SCALARS:
+            raise CatalogError(f"features.{path}: unknown type {kind!r}")
+        bounds = _INT_RANGES.get(kind)
+        return _Leaf(path, kind, _SCALARS[kind], bounds, f"int out of {kind} range")
+    if isinstance(kind, Mapping) and list(kind) == ["class_label"]:
+        bounds = (-1, len(kind["class_label"]) - 1)  # -1: no label (e.g. hidden test labels)
+        return _Leaf(path, "class_label", frozenset({int}), bounds, "class id out of range")
+    return None
 
 
-def _is_constructor(kind: dict) -> bool:
-    return len(kind) == 1 and next(iter(kind)) in ("class_label", "sequence", "list")
+def _list(path: str, inner: Any) -> Check:
+    item_path = f"{path}[]"
+    leaf = _leaf(item_path, inner)
+    check_item = leaf.check if leaf else _compile(item_path, inner)
+
+    def check(value: Any) -> Sequence[str]:
+        if type(value) is not list:
+            return (_mismatch(path, "list", value),)
+        if leaf and leaf.all_ok(value):
+            return _OK
+        return [problem for item in value for problem in check_item(item)]
+
+    return check
+
+
+def _struct(path: str, fields: Mapping[str, Any], *, prefix: str) -> Check:
+    compiled = [(name, _compile(prefix + name, kind), (f"{prefix}{name}: missing",))
+                for name, kind in fields.items()]
+
+    def check(value: Any) -> Sequence[str]:
+        if type(value) is not dict:
+            return (_mismatch(path, "struct", value),)
+        problems: list[str] = []
+        for name, check_field, missing in compiled:
+            field = value.get(name, _MISSING)
+            found = missing if field is _MISSING else check_field(field)
+            if found:
+                problems += found
+        return problems
+
+    return check
