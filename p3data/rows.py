@@ -1,38 +1,155 @@
-"""Reading rows from JSON Lines files, with errors that name the file and line."""
+"""Reading rows from local files (JSON Lines, parquet, CSV) with errors that say where.
+
+Any failure to open, read or decode a file becomes one line naming the dataset split it
+serves, the file, the line or rows concerned and the reason; the library's own exception
+stays chained as the cause.
+"""
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p3data.errors import P3DataError
 
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
-class RowFileError(P3DataError):
-    """A rows file is missing or has a line that is not a JSON object."""
+PARQUET_BATCH_ROWS = 2048
 
 
-def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Yield one dict per non-blank line; a bad line raises with its file and line number."""
-    path = Path(path)
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as err:
-        raise RowFileError(f"{path}: cannot open rows file: {err.strerror}") from None
-    with handle:
-        for number, line in enumerate(handle, start=1):
+class SourceError(P3DataError):
+    """The rows of a dataset split cannot be found, loaded, read or decoded."""
+
+
+class DataNotFoundError(SourceError):
+    """The rows are not where they were expected (no file, no Hub location)."""
+
+
+class RowFileError(SourceError):
+    """A file of rows exists but cannot be read or decoded."""
+
+
+def one_line(err: BaseException) -> str:
+    """A library's message on one line (Arrow and `datasets` messages may span several)."""
+    return " ".join(str(err).split())
+
+
+@dataclass(frozen=True)
+class RowFile:
+    """A local file of rows; `about` (e.g. "super_glue/copa validation") heads its errors."""
+
+    path: Path
+    about: str = ""
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """The rows of a `.parquet` file, or of a JSON Lines file (any other name)."""
+        return self._parquet_rows() if self.path.suffix == ".parquet" else self._jsonl_rows()
+
+    def count(self) -> int:
+        """How many rows `rows()` yields: parquet metadata, or the non-blank lines (decoded,
+        so a file that is not UTF-8 fails when it is planned, not half-way through)."""
+        if self.path.suffix == ".parquet":
+            return self._parquet().metadata.num_rows
+        return sum(map(bool, map(str.strip, self._lines())))
+
+    def csv_rows(self) -> Iterator[dict[str, str]]:
+        """The rows of a CSV file with a header line, as strings keyed by the header."""
+        reader = csv.DictReader(self._lines())
+        try:
+            yield from reader
+        except csv.Error as err:
+            raise self.error(f"not valid CSV: {err}", line=reader.line_num) from err
+
+    def error(self, reason: str, line: int | None = None) -> RowFileError:
+        """An error about this file (at this line)."""
+        return RowFileError(self._message(reason, line))
+
+    def _message(self, reason: str, line: int | None = None) -> str:
+        place = f"{self.path}:{line}" if line else str(self.path)
+        return f"{self.about}: {place}: {reason}" if self.about else f"{place}: {reason}"
+
+    def _not_found(self) -> DataNotFoundError:
+        return DataNotFoundError(self._message("cannot open rows file: no such file"))
+
+    def _lines(self) -> Iterator[str]:
+        """The lines as text mode splits them (at LF, CRLF or CR), endings kept as CSV needs.
+        Decoding in large blocks is fast; `_raw_lines` locates a bad byte afterwards."""
+        try:
+            handle = self.path.open(encoding="utf-8", newline="")
+        except FileNotFoundError as err:
+            raise self._not_found() from err
+        except OSError as err:
+            raise self.error(f"cannot open rows file: {err.strerror or err}") from err
+        with handle:
+            try:
+                yield from handle
+            except UnicodeDecodeError as err:
+                raise self._not_utf8() from err
+            except OSError as err:
+                raise self.error(f"cannot read: {one_line(err)}") from err
+
+    def _raw_lines(self) -> Iterator[tuple[int, int, bytes]]:
+        """(line number, byte offset, bytes) of every line, numbered as `_lines` numbers them."""
+        number = offset = 0
+        with self.path.open("rb") as handle:
+            for chunk in handle:  # ends at LF: a CRLF is never cut in two
+                for raw in chunk.splitlines(keepends=True):
+                    number += 1
+                    yield number, offset, raw
+                    offset += len(raw)
+
+    def _not_utf8(self) -> RowFileError:
+        for number, offset, raw in self._raw_lines():
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                return self.error(f"not UTF-8 at byte {offset + err.start:,} "
+                                  f"({err.reason} 0x{raw[err.start]:02x})", line=number)
+        return self.error("not UTF-8")  # only if the file changed while it was read
+
+    def _jsonl_rows(self) -> Iterator[dict[str, Any]]:
+        for number, line in enumerate(self._lines(), start=1):
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as err:
-                raise RowFileError(f"{path}:{number}: not valid JSON: {err.msg}") from None
+                start = next(o for n, o, _ in self._raw_lines() if n == number)
+                at = start + len(line[: err.pos].encode())
+                raise self.error(f"not valid JSON: {err.msg} (byte {at:,})", number) from err
             if not isinstance(row, dict):
-                raise RowFileError(f"{path}:{number}: expected a JSON object, got {row!r:.60}")
+                raise self.error(f"expected a JSON object, got {row!r:.60}", number)
             yield row
+
+    def _parquet(self) -> pq.ParquetFile:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.ParquetFile(self.path)
+        except FileNotFoundError as err:
+            raise self._not_found() from err
+        except (pa.ArrowException, OSError) as err:
+            reason = f"not a parquet file (or truncated/corrupt): {one_line(err)}"
+            raise self.error(reason) from err
+
+    def _parquet_rows(self) -> Iterator[dict[str, Any]]:
+        import pyarrow as pa
+
+        done = 0
+        try:
+            for batch in self._parquet().iter_batches(batch_size=PARQUET_BATCH_ROWS):
+                yield from batch.to_pylist()
+                done += batch.num_rows
+        except (pa.ArrowException, OSError) as err:
+            reason = f"cannot decode the rows from row {done:,} on (corrupt file?): {one_line(err)}"
+            raise self.error(reason) from err
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    return list(iter_jsonl(path))
+    return list(RowFile(Path(path))._jsonl_rows())

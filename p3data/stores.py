@@ -3,12 +3,12 @@
 A store lists a split's shards (row ranges, possibly across files) and reads one shard at a
 time, numbering rows by their position in the whole split, so a split can be processed by
 many workers and every row keeps the same index however it is sharded. Nothing is read until
-a shard is listed or read.
+a shard is listed or read; a source that cannot be found, loaded or decoded raises a
+`SourceError` naming the dataset split, the file and the place in it.
 """
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 from collections.abc import Iterator
@@ -16,18 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from p3data.catalog import DatasetEntry
-from p3data.errors import P3DataError
-from p3data.rows import iter_jsonl
+from p3data.catalog import DatasetEntry, HubLocation
+from p3data.rows import DataNotFoundError, RowFile, SourceError, one_line
 
 ENV_DATA_DIR = "P3DATA_DATA_DIR"
 ENV_MANUAL_DIR = "P3DATA_MANUAL_DIR"
 DEFAULT_MANUAL_DIR = Path("~/.cache/p3data/manual")
 ROWS_PER_SHARD = 50_000
-
-
-class DataNotFoundError(P3DataError):
-    """The rows of a dataset split are not where they were expected."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +77,7 @@ class MirrorStore:
     def list_shards(self, split: str) -> list[Shard]:
         shards, offset = [], 0
         for path in self.files(split):
-            count = _count_rows(path)
+            count = RowFile(path, f"{self.entry.name} {split}").count()
             shards += _row_ranges(path.name, count, self.rows_per_shard,
                                   path=str(path), offset=offset)
             offset += count
@@ -90,30 +85,13 @@ class MirrorStore:
 
     def read(self, split: str, shard: Shard) -> Iterator[dict[str, Any]]:
         assert shard.path is not None
-        path = Path(shard.path)
         first, last = shard.start - shard.offset, shard.stop - shard.offset
-        rows = _read_parquet(path) if path.suffix == ".parquet" else iter_jsonl(path)
+        rows = RowFile(Path(shard.path), f"{self.entry.name} {split}").rows()
         for number, row in enumerate(rows):
             if number >= last:
                 return
             if number >= first:
                 yield row
-
-
-def _count_rows(path: Path) -> int:
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        return pq.ParquetFile(path).metadata.num_rows
-    with path.open("rb") as handle:
-        return sum(1 for line in handle if line.strip())
-
-
-def _read_parquet(path: Path) -> Iterator[dict[str, Any]]:
-    import pyarrow.parquet as pq
-
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=2048):
-        yield from batch.to_pylist()
 
 
 class ManualStore:
@@ -138,29 +116,36 @@ class ManualStore:
             )
         return path
 
+    def _file(self, split: str) -> RowFile:
+        return RowFile(self.path(split), f"{self.entry.name} {split}")
+
     def list_shards(self, split: str) -> list[Shard]:
-        path = self.path(split)
-        with path.open(encoding="utf-8", newline="") as handle:
-            count = sum(1 for _ in csv.DictReader(handle))
-        return _row_ranges(path.name, count, self.rows_per_shard, path=str(path))
+        file = self._file(split)
+        count = sum(1 for _ in file.csv_rows())
+        return _row_ranges(file.path.name, count, self.rows_per_shard, path=str(file.path))
 
     def read(self, split: str, shard: Shard) -> Iterator[dict[str, Any]]:
         columns = self.spec.get("columns") or {}
-        with self.path(split).open(encoding="utf-8", newline="") as handle:
-            for number, raw in enumerate(csv.DictReader(handle)):
-                if number >= shard.stop:
-                    return
-                if number >= shard.start:
-                    yield _typed({columns.get(k, k): v for k, v in raw.items()},
-                                 self.entry.features)
+        file = self._file(split)
+        for number, raw in enumerate(file.csv_rows()):
+            if number >= shard.stop:
+                return
+            if number >= shard.start:
+                row = {columns.get(k, k): v for k, v in raw.items()}
+                yield _typed(row, self.entry.features, file, number)
 
 
-def _typed(row: dict[str, Any], features: dict[str, Any]) -> dict[str, Any]:
+def _typed(row: dict[str, Any], features: dict[str, Any], file: RowFile,
+           number: int) -> dict[str, Any]:
     """CSV gives strings: cast integer and class-label fields back to ints."""
     for name, kind in features.items():
         if name in row and (kind in ("int32", "int64") or isinstance(kind, dict)
                             and "class_label" in kind):
-            row[name] = int(row[name])
+            try:
+                row[name] = int(row[name])
+            except (TypeError, ValueError) as err:  # None: the row has too few fields
+                raise file.error(f"row {number}: field {name!r} is not an integer: "
+                                 f"{row[name]!r}") from err
     return row
 
 
@@ -186,7 +171,15 @@ class HubStore:
             import datasets
 
             hub = self.entry.hub
-            data = datasets.load_dataset(hub.repo, hub.config, split=split, revision=hub.revision)
+            try:
+                data = datasets.load_dataset(hub.repo, hub.config, split=split,
+                                             revision=hub.revision)
+            # what `datasets` raises for missing, unreachable or unloadable repos, configs and
+            # splits (RuntimeError: the repo only has a loading script)
+            except (datasets.exceptions.DatasetsError, OSError, ValueError, RuntimeError) as err:
+                kind = DataNotFoundError if isinstance(err, FileNotFoundError) else SourceError
+                raise kind(f"{self.entry.name} {split}: cannot load {_describe(hub)} from the "
+                           f"Hub: {one_line(err)}") from err
             if hub.columns:
                 data = data.rename_columns(hub.columns)
             # Modern copies sometimes add columns; keep the schema the templates were written for.
@@ -200,6 +193,12 @@ class HubStore:
     def read(self, split: str, shard: Shard) -> Iterator[dict[str, Any]]:
         data = self._split(split)
         yield from data.select(range(shard.start, min(shard.stop, len(data))))
+
+
+def _describe(hub: HubLocation) -> str:
+    config = f", config {hub.config!r}" if hub.config else ""
+    revision = f", revision {hub.revision}" if hub.revision else ""
+    return f"{hub.repo!r}{config}{revision}"
 
 
 def open_store(entry: DatasetEntry, data_dir: str | os.PathLike | None = None,

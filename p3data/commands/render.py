@@ -1,4 +1,4 @@
-"""`p3data render`: apply a dataset's templates to rows, JSON Lines in and out."""
+"""`p3data render`: apply a dataset's templates to rows (.jsonl or .parquet in, JSON Lines out)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import json
 import sys
 from collections import Counter
 from itertools import islice
+from pathlib import Path
 
-from p3data.rows import iter_jsonl
+from p3data.rows import RowFile
 from p3data.templates import DatasetRenderer, Dropped, TemplateCollection, parse_dataset_key
 
 RENDER_BATCH = 512
@@ -22,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     for err in renderer.broken.values():
         print(f"error: {err}", file=sys.stderr)
     counts: Counter[str] = Counter()
-    rows = iter_jsonl(args.rows)
+    rows = RowFile(Path(args.rows)).rows()
     start = 0
     while batch := list(islice(rows, RENDER_BATCH)):
         outcomes = renderer.render_batch(batch, start)
@@ -54,12 +55,14 @@ def run(args: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     render = commands.add_parser(
-        "render", help="apply a dataset's templates to rows (JSON Lines in, JSON Lines out)"
+        "render",
+        help="apply a dataset's templates to rows (JSON Lines or parquet in, JSON Lines out)"
     )
     render.add_argument("dataset", help="DATASET or DATASET/SUBSET, e.g. super_glue/copa")
     render.add_argument("--template", action="append", default=[], metavar="NAME",
                         help="render only this template (repeatable); default: all")
-    render.add_argument("--rows", required=True, metavar="FILE.jsonl", help="one row per line")
+    render.add_argument("--rows", required=True, metavar="FILE",
+                        help="the rows: FILE.parquet, or JSON Lines (one object per line)")
     render.add_argument("--seed", type=int, default=0, help="seed of the `choice` filter")
     render.add_argument("--dropped", action="store_true",
                         help="also print dropped (row, template) pairs with the reason")
