@@ -43,12 +43,24 @@ def read_vocabulary(path: str | None = None) -> bytes:
 
     path = path or vocabulary_path()
     try:
-        return fs.read_bytes(path)
+        model = fs.read_bytes(path)
     except Exception as err:  # noqa: BLE001 - any filesystem's failure means the same here
         raise VocabularyError(
             f"cannot read the SentencePiece model {path!r} ({err}); pass --vocab or set "
             f"{ENV_VOCAB} (offline: {SAMPLE_VOCAB})") from None
+    _check_model(path, model)
+    return model
 
+
+def _check_model(path: str, model: bytes) -> None:
+    """Load the model once here, so a wrong file is one clear error before any work starts."""
+    import sentencepiece as spm
+
+    try:
+        spm.SentencePieceProcessor(model_proto=model)
+    except (RuntimeError, OSError, ValueError):
+        raise VocabularyError(f"{path} is not a SentencePiece model (it does not parse as one);"
+                              f" pass --vocab with a .model file") from None
 
 
 

@@ -26,17 +26,6 @@ from p3data.cache.shard_work import process_unit
 from p3data.cache.tokenize import Tokenizer
 
 
-def unit_marker(config: CacheConfig, unit: WorkUnit) -> str:
-    entry = unit.job.entry
-    name = "__".join([entry.dataset, entry.subset or "", unit.job.source_split,
-                      f"{unit.index:05d}"])
-    return fs.join(config.work_dir, "units", name + ".json")
-
-
-def status_path(config: CacheConfig, task: str) -> str:
-    return fs.join(config.work_dir, "status", task + ".json")
-
-
 class RenderShard(beam.DoFn):
     """Stage 1 for one unit; emits ((task, split), shard index) for every output."""
 
@@ -50,8 +39,8 @@ class RenderShard(beam.DoFn):
     def process(self, unit: WorkUnit) -> Iterator[tuple[tuple[str, str], int]]:
         for key in process_unit(self.config, unit, self.tokenizer):
             yield key, unit.index
-        rows = unit.shard.stop - unit.shard.start
-        fs.write_bytes(unit_marker(self.config, unit), json.dumps({"rows": rows}).encode())
+        marker = {"rows": unit.rows, "key": unit.key}
+        fs.write_bytes(self.config.work.unit_marker(unit.name), json.dumps(marker).encode())
 
 
 class AssembleSplit(beam.DoFn):
@@ -60,7 +49,9 @@ class AssembleSplit(beam.DoFn):
 
     def process(self, element) -> Iterator[tuple[str, dict]]:
         (task, split), _ = element
-        yield task, finalize_split(self.config, self.tasks[task], split)
+        summary = finalize_split(self.config, self.tasks[task], split)
+        fs.write_bytes(self.config.work.assembled(task, split), b"{}")
+        yield task, summary
 
 
 class CompleteTask(beam.DoFn):
@@ -70,8 +61,8 @@ class CompleteTask(beam.DoFn):
     def process(self, element) -> Iterator[str]:
         task, summaries = element
         status = finalize_task(self.config, self.tasks[task], list(summaries))
-        fs.write_bytes(status_path(self.config, task), json.dumps(
-            {"task": task, "failed": status.get("failed", "")}).encode())
+        verdict = {"failed": status.get("failed", ""), "tracebacks": status.get("tracebacks", [])}
+        fs.write_bytes(self.config.work.task_status(task), json.dumps(verdict).encode())
         yield task
 
 

@@ -107,7 +107,8 @@ def test_bad_row_is_counted_and_the_task_completes(tmp_path):
     del broken["premise"]
     (folder / "train.jsonl").write_text("\n".join([json.dumps(broken), *rows[1:]]) + "\n")
     out = tmp_path / "out"
-    run_cache(out, "--tasks", "super_glue_copa_exercise", data_dir=mirror)
+    run_cache(out, "--tasks", "super_glue_copa_exercise", "--max-error-rate", "0.2",
+              data_dir=mirror)
     manifest = json.loads((out / "super_glue_copa_exercise" / "manifest.json").read_text())
     train = manifest["splits"]["train"]
     assert train["dropped"] == {"render_error": 1}
@@ -117,8 +118,8 @@ def test_bad_row_is_counted_and_the_task_completes(tmp_path):
 
 
 def test_failing_templates(tmp_path):
-    """A template that fails on every row: counted, task complete (empty). One that does not
-    compile: that task fails, not complete; the others complete."""
+    """A template that fails on every row, or one that does not compile: that task fails and
+    is not complete; the others complete."""
     templates = tmp_path / "templates"
     write_templates(templates, "super_glue", "copa", template_entry(
         "fails-1", "divides by zero", "{{ premise }} {{ (idx / 0) }} ||| x")
@@ -130,10 +131,10 @@ def test_failing_templates(tmp_path):
     assert result.returncode == 1
     assert "super_glue_copa_broken" in result.stdout and "Jinja syntax error" in result.stdout
     assert not (out / "super_glue_copa_broken" / "COMPLETED").exists()
-    manifest = json.loads((out / "super_glue_copa_divides_by_zero" / "manifest.json").read_text())
-    validation = manifest["splits"]["validation"]
-    assert validation["dropped"] == {"render_error": validation["rows_read"]}
-    assert "ZeroDivisionError" in validation["errors"][0]
+    failed = next(line for line in result.stdout.splitlines()
+                  if line.startswith("FAILED super_glue_copa_divides_by_zero"))
+    assert "every one of the" in failed and "ZeroDivisionError" in failed
+    assert not (out / "super_glue_copa_divides_by_zero" / "COMPLETED").exists()
     assert (out / "super_glue_copa_exercise" / "COMPLETED").exists()
 
 
@@ -165,12 +166,13 @@ def test_p3_layout(tmp_path):
 
 
 def test_empty_split_is_written_like_seqio(tmp_path):
-    mirror = tmp_path / "mirror"
-    folder = copy_samples(mirror, "super_glue", "copa")
-    (folder / "test.jsonl").write_text("")
+    """A split whose rows T0's rule all drops (here: every row's condition is false)."""
+    templates = tmp_path / "templates"
+    write_templates(templates, "super_glue", "copa", template_entry(
+        "never-1", "never", "{% if premise == 'no such premise' %}{{ premise }} ||| x{% endif %}"))
     out = tmp_path / "out"
-    run_cache(out, "--tasks", "super_glue_copa_exercise", data_dir=mirror)
-    task = out / "super_glue_copa_exercise"
+    run_cache(out, "--tasks", "super_glue_copa_never", env={"P3DATA_TEMPLATE_DIRS": str(templates)})
+    task = out / "super_glue_copa_never"
     assert (task / "info.test.json").read_text() == "{}\n"
     assert (task / "stats.test.json").read_text() == '{\n  "examples": 0\n}\n'
     assert (task / "test.tfrecord-00000-of-00001").read_bytes() == b""
@@ -201,5 +203,7 @@ def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path):
         if (task / "COMPLETED").exists():
             assert verify_task(str(task)) == []
 
-    run_cache(out, *args, data_dir=mirror)
+    rerun = run_cache(out, *args, data_dir=mirror, check=False)
+    assert rerun.returncode == 2 and "--force" in rerun.stderr  # the dead run's lock
+    run_cache(out, *args, "--force", data_dir=mirror)
     assert tree(out) == tree(reference)

@@ -1,8 +1,13 @@
 """Stage 2: parts -> a seqio cache. Per task split: output shards, info and stats JSON; per
-task: `manifest.json`, then `COMPLETED` last, only when every split is complete.
+task: `manifest.json`, then `COMPLETED` last, only when every split is complete and the
+folder holds exactly the files the manifest lists.
 
 Examples go to output shards round-robin in source order, so each shard is an even sample of
 the split and the same inputs always give the same bytes.
+
+A rebuild first withdraws the old build (`withdraw`, on the driver, before any worker writes):
+`COMPLETED` goes first, then the manifest, then every file this build will not reuse, so a
+crash at any point leaves a folder seqio does not read as complete.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from p3data.cache import fs, layout, parts
 from p3data.cache.example import encode_entries, wrap_entries
 from p3data.cache.plan import CacheConfig, TaskInfo, template_digest
 from p3data.cache.tfrecord import frame, read_frames, read_records
+from p3data.templates.render import RENDER_ERROR
 
 EXAMPLES_PER_SHARD = 10_000  # with --shards unset: about one output shard per 10k examples
 MAX_AUTO_SHARDS = 64  # seqio's --min_shards default: enough for 64 reading hosts
@@ -43,40 +49,68 @@ def shard_count(config: CacheConfig, examples: int) -> int:
     return min(MAX_AUTO_SHARDS, max(1, -(-examples // EXAMPLES_PER_SHARD)))
 
 
-def _summary_path(config: CacheConfig, task: str, split: str) -> str:
-    return fs.join(config.work_dir, task, f"{split}.summary.json")
+def _task_folder(config: CacheConfig, task: str) -> str:
+    return layout.task_dir(config.output_dir, task, config.p3_layout)
+
+
+def _reusable_summary(config: CacheConfig, info: TaskInfo, split: str) -> dict | None:
+    """A split an earlier run of this build assembled, with its files still in place."""
+    try:
+        summary = json.loads(fs.read_bytes(config.work.split_summary(info.spec.name, split)))
+    except (OSError, ValueError):
+        return None
+    folder = _task_folder(config, info.spec.name)
+    if summary.get("fingerprint") != info.fingerprint or not all(
+            fs.exists(fs.join(folder, name)) for name in summary.get("files", {})):
+        return None
+    return summary
+
+
+def withdraw(config: CacheConfig, info: TaskInfo) -> None:
+    """Before a task is (re)built: remove COMPLETED, then the manifest, then every file that
+    no reusable split of this build lists (old shards, other shard counts, strays)."""
+    folder = _task_folder(config, info.spec.name)
+    present = fs.files_in(folder)
+    if not present:
+        return
+    keep = {name for split in info.splits
+            for name in (_reusable_summary(config, info, split) or {}).get("files", {})}
+    first = [name for name in (layout.COMPLETED, layout.MANIFEST) if name in present]
+    for name in first:  # one at a time, in this order: COMPLETED is never left alone
+        fs.delete([fs.join(folder, name)])
+    fs.delete([fs.join(folder, name) for name in present
+               if name not in keep and name not in first])
 
 
 def finalize_split(config: CacheConfig, info: TaskInfo, split: str) -> dict:
-    """Assemble one task split from its parts; returns its summary (also kept on disk)."""
+    """Assemble one task split from its parts; returns its summary (kept on disk when the split
+    succeeded, so a rerun reuses it)."""
     task = info.spec.name
-    summary_path = _summary_path(config, task, split)
-    if fs.exists(summary_path):
-        summary = json.loads(fs.read_bytes(summary_path))
-        if summary["fingerprint"] == info.fingerprint:
-            return summary
+    if (summary := _reusable_summary(config, info, split)) is not None:
+        return summary
     metas = []
     for index in range(info.shard_counts[split]):
-        meta = parts.read_meta(parts.part_path(config.work_dir, task, split, index, ".json"))
+        meta = parts.read_meta(config.work.part(task, split, index, ".json"))
         if meta is None or meta.fingerprint != info.fingerprint:
-            raise RuntimeError(f"{task}/{split}: part {index} is missing; stage 1 is incomplete")
+            return {"split": split, "failed": f"source shard {index} was not processed"}
         metas.append(meta)
     summary = {"fingerprint": info.fingerprint, "split": split,
                "rows_read": sum(m.rows_read for m in metas),
                "rows_kept": sum(m.kept for m in metas),
                "dropped": _sum_dicts(m.dropped for m in metas),
+               "schema": _sum_dicts(m.schema for m in metas),
                "errors": [e for m in metas for e in m.errors][:parts.MAX_ERRORS_KEPT]}
-    failures = [m.failed for m in metas if m.failed]
-    if failures:
-        summary["failed"] = failures[0]
-        return summary  # nothing written: this task will not be marked complete
+    if failed := next((m for m in metas if m.failed), None):
+        return {**summary, "failed": failed.failed, "traceback": failed.traceback}
+    if reason := _verdict(config, info, split, summary):
+        return {**summary, "failed": reason}
     stats = {"examples": sum(m.examples for m in metas)}
     if stats["examples"]:
         for key in ("inputs_tokens", "targets_tokens"):
             stats[key] = sum(getattr(m, key) for m in metas)
             stats[key.replace("tokens", "max_tokens")] = max(
                 getattr(m, key.replace("tokens", "max_tokens")) for m in metas)
-    folder = layout.task_dir(config.output_dir, task, config.p3_layout)
+    folder = _task_folder(config, task)
     count = shard_count(config, stats["examples"])
     files = _write_shards(config, info, split, metas, folder, count)
     version = layout.P3_SEQIO_VERSION if config.p3_layout else layout.seqio_version()
@@ -86,8 +120,26 @@ def finalize_split(config: CacheConfig, info: TaskInfo, split: str) -> dict:
         fs.write_bytes(fs.join(folder, name), text.encode())
         files[name] = hashlib.sha256(text.encode()).hexdigest()
     summary.update(stats=stats, num_shards=count, files=files)
-    fs.write_bytes(summary_path, json.dumps(summary, sort_keys=True).encode())
+    fs.write_bytes(config.work.split_summary(task, split), json.dumps(summary, sort_keys=True)
+                   .encode())
     return summary
+
+
+def _verdict(config: CacheConfig, info: TaskInfo, split: str, summary: dict) -> str:
+    """Why a fully processed split still is not a success ("" when it is one)."""
+    source = info.spec.split_mapping[split]
+    rows, errors = summary["rows_read"], summary["dropped"].get(RENDER_ERROR, 0)
+    first = f": {summary['errors'][0]}" if summary["errors"] else ""
+    if not rows:
+        listed = info.spec.entry.splits.get(source)
+        return (f"source split {source!r} has no rows (the catalog lists {listed:,}); check "
+                f"the data files" if listed else f"source split {source!r} has no rows")
+    if errors == rows:
+        return f"every one of the {rows:,} rows failed to render{first}"
+    if errors > config.max_error_rate * rows:
+        return (f"{errors:,} of {rows:,} rows ({errors / rows:.1%}) failed to render, more "
+                f"than the maximum error rate {config.max_error_rate:.1%}{first}")
+    return ""
 
 
 def _sum_dicts(dicts) -> dict[str, int]:
@@ -107,7 +159,7 @@ def _write_shards(config: CacheConfig, info: TaskInfo, split: str, metas: list[p
     offset, position = 0, 0  # kept examples of earlier parts; examples written so far
     with _Writers([fs.join(folder, n) for n in names]) as handles:
         for index, meta in enumerate(metas):
-            path = parts.part_path(config.work_dir, task, split, index, ".tfrecord")
+            path = config.work.part(task, split, index, ".tfrecord")
             with fs.open_read(path) as part:
                 for framed in _final_records(part, path, info.spec.score_eval, offset):
                     handles[position % count].write(framed)
@@ -144,13 +196,22 @@ class _Writers:
 
 
 def finalize_task(config: CacheConfig, info: TaskInfo, summaries: list[dict]) -> dict:
-    """Write the manifest, then COMPLETED, if every split is complete; returns the status."""
+    """Write the manifest, then COMPLETED, if every split is complete and the folder holds
+    exactly the files the manifest lists; returns the status."""
     task = info.spec.name
     by_split = {s["split"]: s for s in summaries}
-    failed = [f"{split}: {s['failed']}" for split, s in by_split.items() if "failed" in s]
+    failed = [f"{split}: {s['failed']}" for split, s in sorted(by_split.items()) if "failed" in s]
     missing = [split for split in info.splits if split not in by_split]
+    tracebacks = [s["traceback"] for s in by_split.values() if s.get("traceback")]
     if failed or missing:
-        return {"task": task, "failed": "; ".join(failed + [f"{m}: not built" for m in missing])}
+        return {"task": task, "failed": "; ".join(failed + [f"{m}: not built" for m in missing]),
+                "tracebacks": tracebacks[:1]}
+    folder = _task_folder(config, task)
+    listed = {name for split in info.splits for name in by_split[split]["files"]}
+    present = set(fs.files_in(folder))
+    if absent := sorted(listed - present):
+        return {"task": task, "failed": f"{absent[0]} vanished from {folder} during the build"}
+    fs.delete([fs.join(folder, name) for name in sorted(present - listed)])
     template = info.spec.template
     manifest = {
         "p3data_version": __version__,
@@ -167,11 +228,11 @@ def finalize_task(config: CacheConfig, info: TaskInfo, summaries: list[dict]) ->
         "seed": config.seed,
         "layout": "p3" if config.p3_layout else "seqio",
         "splits": {split: {key: by_split[split][key] for key in (
-            "rows_read", "rows_kept", "dropped", "errors", "stats", "num_shards", "files")}
+            "rows_read", "rows_kept", "dropped", "errors", "schema", "stats", "num_shards",
+            "files")}
             for split in info.splits},
     }
-    folder = layout.task_dir(config.output_dir, task, config.p3_layout)
     fs.write_bytes(fs.join(folder, layout.MANIFEST), layout.dumps(manifest).encode())
     fs.write_bytes(fs.join(folder, layout.COMPLETED), b"")
-    fs.delete_tree(fs.join(config.work_dir, task))
+    fs.delete_tree(config.work.task(task))
     return {"task": task, "manifest": manifest}

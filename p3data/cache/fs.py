@@ -1,7 +1,9 @@
 """File access for caches on any filesystem Beam knows (local disk, gs://, ...).
 
 Files are written under a temporary name and renamed into place, so a reader (or a rerun
-after a crash) never sees a half-written file under its final name.
+after a crash) never sees a half-written file under its final name. Temporary names are
+hidden (`.p3data-tmp-<uuid>-<name>`): no seqio file pattern can match one, and a run sweeps
+those that dead runs left behind.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from apache_beam.io.filesystem import CompressionTypes  # noqa: E402
 from apache_beam.io.filesystems import FileSystems  # noqa: E402
 
 RAW = CompressionTypes.UNCOMPRESSED
+TEMP_PREFIX = ".p3data-tmp-"
 
 
 def join(*parts: str) -> str:
@@ -46,9 +49,9 @@ def makedirs(path: str) -> None:
 @contextlib.contextmanager
 def atomic_writer(path: str) -> Iterator[BinaryIO]:
     """Write to a temporary sibling, then rename onto `path` once the writing succeeded."""
-    parent = path.rsplit("/", 1)[0]
+    parent, name = path.rsplit("/", 1)
     makedirs(parent)
-    temporary = f"{path}.tmp-{uuid.uuid4().hex}"
+    temporary = f"{parent}/{TEMP_PREFIX}{uuid.uuid4().hex}-{name}"
     handle = FileSystems.create(temporary, compression_type=RAW)
     try:
         yield handle
@@ -77,8 +80,25 @@ def open_read(path: str) -> BinaryIO:
 
 
 def listdir(pattern: str) -> list[str]:
-    """Paths matching a glob pattern, sorted."""
+    """Paths matching a glob pattern (`*` matches hidden names too; `**` recurses), sorted."""
     return sorted(m.path for result in FileSystems.match([pattern]) for m in result.metadata_list)
+
+
+def files_in(folder: str) -> list[str]:
+    """Names of the files directly inside `folder`, hidden ones included."""
+    return [path.rsplit("/", 1)[1] for path in listdir(join(folder, "*"))]
+
+
+def delete(paths: list[str]) -> None:
+    if paths:
+        FileSystems.delete(paths)
+
+
+def sweep_temporaries(root: str) -> int:
+    """Delete temporaries that dead runs left anywhere under `root`; returns how many."""
+    found = listdir(join(root, "**", TEMP_PREFIX + "*"))
+    delete(found)
+    return len(found)
 
 
 def delete_tree(path: str) -> None:

@@ -21,10 +21,6 @@ from p3data.cache.example import varint
 MAX_ERRORS_KEPT = 5  # row errors quoted per part (all are counted)
 
 
-def part_path(work_dir: str, task: str, split: str, index: int, suffix: str) -> str:
-    return fs.join(work_dir, task, split, f"part-{index:05d}{suffix}")
-
-
 @dataclass
 class PartMeta:
     fingerprint: str
@@ -38,7 +34,9 @@ class PartMeta:
     targets_max_tokens: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # the first few row errors, verbatim
+    schema: dict[str, int] = field(default_factory=dict)  # rows per schema mismatch category
     failed: str = ""  # why the shard could not be processed at all
+    traceback: str = ""  # when that was an unexpected error (a bug)
 
     def add_example(self, n_in: int, n_out: int) -> None:
         """Count one record with `n_in` input and `n_out` target tokens (see `tokens`)."""
@@ -62,7 +60,12 @@ def tokens(ids: list[int]) -> int:
 
 
 def read_meta(path: str) -> PartMeta | None:
-    return PartMeta.from_json(fs.read_bytes(path)) if fs.exists(path) else None
+    """A finished part's meta; None when there is none (or one this version cannot read,
+    which means the part is redone)."""
+    try:
+        return PartMeta.from_json(fs.read_bytes(path))
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def twin_record(ordinal: int, choice: int, entries: bytes) -> bytes:

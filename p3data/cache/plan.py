@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,10 @@ from p3data.stores import (
 from p3data.templates import Template
 
 FORMAT_VERSION = 1  # bump when the bytes p3data writes change
+# Real data renders without errors under T0's templates (T0's own pipeline stopped at the first
+# one), so more than 1 failing row in 100 means a template or the data is wrong.
+DEFAULT_MAX_ERROR_RATE = 0.01
+BUG_NOTE = "an unexpected error, a bug in p3data: please report it with the traceback"
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,23 @@ class WorkUnit:
     index: int
     count: int
 
+    @property
+    def name(self) -> str:
+        entry = self.job.entry
+        return "__".join([entry.dataset, entry.subset or "", self.job.source_split,
+                          f"{self.index:05d}"])
+
+    @property
+    def rows(self) -> int:
+        return self.shard.stop - self.shard.start
+
+    @property
+    def key(self) -> str:
+        """What this unit's parts are made for; a marker with another key is from other work."""
+        outputs = sorted((o.task, o.split, o.fingerprint) for o in self.job.outputs)
+        payload = json.dumps([self.shard.start, self.shard.stop, outputs])
+        return hashlib.sha256(payload.encode()).hexdigest()
+
 
 @dataclass(frozen=True)
 class CacheConfig:
@@ -75,10 +97,13 @@ class CacheConfig:
     shards: int | None = None  # output shards per split; None: about one per 10k examples
     p3_layout: bool = False
     rows_per_shard: int = ROWS_PER_SHARD  # source rows per unit of work (not in the output)
+    # A task split fails when more of its rows than this fail to render (drops by T0's row
+    # rule are not failures). Not in the fingerprint: it decides success, not the bytes.
+    max_error_rate: float = DEFAULT_MAX_ERROR_RATE
 
     @property
-    def work_dir(self) -> str:
-        return fs.join(self.output_dir, layout.WORK_DIR)
+    def work(self) -> layout.WorkDir:
+        return layout.WorkDir(self.output_dir)
 
 
 @dataclass(frozen=True)
@@ -99,10 +124,27 @@ class CachePlan:
     tasks: dict[str, TaskInfo] = field(default_factory=dict)  # tasks to build
     failed: dict[str, str] = field(default_factory=dict)  # task -> why it cannot be built
     done: list[str] = field(default_factory=list)  # tasks already complete with this setup
+    resumed: set[str] = field(default_factory=set)  # units an earlier run finished
+    tracebacks: list[str] = field(default_factory=list)  # of unexpected errors (bugs)
 
     @property
     def rows(self) -> int:
-        return sum(unit.shard.stop - unit.shard.start for unit in self.units)
+        """Source rows still to process."""
+        return sum(unit.rows for unit in self.units if unit.name not in self.resumed)
+
+    @property
+    def resumed_rows(self) -> int:
+        return sum(unit.rows for unit in self.units if unit.name in self.resumed)
+
+    @property
+    def task_splits(self) -> int:
+        return sum(len(info.splits) for info in self.tasks.values())
+
+
+def describe_bug(err: BaseException) -> tuple[str, str]:
+    """(one line for the summary, the traceback to print after it) of an unexpected error."""
+    text = "".join(traceback.format_exception(err))
+    return f"{BUG_NOTE} ({type(err).__name__}: {err})", text
 
 
 def _file_digest(path: str) -> str:
@@ -141,15 +183,28 @@ def _fingerprint(config: CacheConfig, spec: t0.TaskSpec, sources: dict) -> str:
 
 
 def is_complete(config: CacheConfig, task: str, fingerprint: str) -> bool:
+    """COMPLETED, and a manifest of a build with the same fingerprint (an unreadable manifest
+    means the task is rebuilt)."""
     folder = layout.task_dir(config.output_dir, task, config.p3_layout)
-    manifest = fs.join(folder, layout.MANIFEST)
-    if not (fs.exists(fs.join(folder, layout.COMPLETED)) and fs.exists(manifest)):
+    if not fs.exists(fs.join(folder, layout.COMPLETED)):
         return False
-    return json.loads(fs.read_bytes(manifest)).get("fingerprint") == fingerprint
+    try:
+        return layout.read_manifest(folder).get("fingerprint") == fingerprint
+    except layout.ManifestError:
+        return False
+
+
+def _check_splits(specs: Sequence[t0.TaskSpec], splits: Sequence[str]) -> None:
+    known = sorted({split for spec in specs for split in spec.split_mapping})
+    unknown = [split for split in splits if split not in known]
+    if unknown:
+        raise P3DataError(f"no selected task has split {unknown[0]!r}; their splits: "
+                          + ", ".join(known))
 
 
 def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
                splits: Sequence[str] = ()) -> CachePlan:
+    _check_splits(specs, splits)
     plan = CachePlan(config)
     wanted = {spec.name: [s for s in spec.split_mapping if not splits or s in splits]
               for spec in specs}
@@ -159,22 +214,28 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
         for split in wanted[spec.name]:
             readers.setdefault((spec.entry.key, spec.split_mapping[split]), []).append(
                 (spec, split))
-    listed: dict[tuple, tuple[RowStore, list[Shard]]] = {}
+    listed: dict[tuple, tuple[list[Shard], dict]] = {}
     for (key, source_split), users in readers.items():
         try:
             store = open_store(users[0][0].entry, config.data_dir, config.rows_per_shard)
-            listed[(key, source_split)] = (store, store.list_shards(source_split))
+            shards = store.list_shards(source_split)
+            listed[(key, source_split)] = (shards, source_identity(store, shards))
         except P3DataError as err:
-            for spec, _ in users:
-                plan.failed.setdefault(spec.name, str(err))
-    identities = {k: source_identity(store, shards) for k, (store, shards) in listed.items()}
+            reason = str(err)
+        except Exception as err:  # noqa: BLE001 - a bug fails this dataset split, not the run
+            reason, text = describe_bug(err)
+            plan.tracebacks.append(text)
+        else:
+            continue
+        for spec, _ in users:
+            plan.failed.setdefault(spec.name, reason)
     for spec in specs:
         if spec.name in plan.failed:
             continue
         reads = {s: (spec.entry.key, spec.split_mapping[s]) for s in wanted[spec.name]}
-        sources = {s: identities[k] for s, k in reads.items()}
+        sources = {s: listed[k][1] for s, k in reads.items()}
         info = TaskInfo(spec, _fingerprint(config, spec, sources), tuple(wanted[spec.name]),
-                        {s: len(listed[k][1]) for s, k in reads.items()}, sources)
+                        {s: len(listed[k][0]) for s, k in reads.items()}, sources)
         if is_complete(config, spec.name, info.fingerprint):
             plan.done.append(spec.name)
         else:
@@ -186,6 +247,16 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
             for spec, split in users if spec.name in plan.tasks)
         if outputs:
             job = SplitJob(users[0][0].entry, source_split, outputs)
-            shards = listed[(key, source_split)][1]
+            shards = listed[(key, source_split)][0]
             plan.units += [WorkUnit(job, shard, i, len(shards)) for i, shard in enumerate(shards)]
+    plan.resumed = {unit.name for unit in plan.units if _unit_done(config, unit)}
     return plan
+
+
+def _unit_done(config: CacheConfig, unit: WorkUnit) -> bool:
+    """An earlier run finished this very unit (its marker carries the same key)."""
+    path = config.work.unit_marker(unit.name)
+    try:
+        return json.loads(fs.read_bytes(path)).get("key") == unit.key
+    except (OSError, ValueError, AttributeError):
+        return False  # no marker, or a stale or half-readable one: do the work

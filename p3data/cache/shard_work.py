@@ -14,10 +14,11 @@ from itertools import islice
 
 from p3data.cache import fs, parts
 from p3data.cache.example import encode_entries, ids_entry, text_entry, wrap_entries
-from p3data.cache.plan import CacheConfig, TaskOutput, WorkUnit
+from p3data.cache.plan import CacheConfig, TaskOutput, WorkUnit, describe_bug
 from p3data.cache.tfrecord import frame
 from p3data.cache.tokenize import EOS_ID, MEMO_MAX_CHARS, Tokenizer
 from p3data.errors import P3DataError
+from p3data.schema import RowChecker
 from p3data.stores import open_store
 from p3data.templates import DatasetRenderer, Dropped, Rendered
 
@@ -28,8 +29,7 @@ def _pending(config: CacheConfig, unit: WorkUnit) -> list[TaskOutput]:
     """Outputs of this unit without a finished part made with the same settings."""
     pending = []
     for out in unit.job.outputs:
-        meta = parts.read_meta(parts.part_path(
-            config.work_dir, out.task, out.split, unit.index, ".json"))
+        meta = parts.read_meta(config.work.part(out.task, out.split, unit.index, ".json"))
         if meta is None or (meta.fingerprint, meta.rows) != (out.fingerprint, _rows(unit)):
             pending.append(out)
     return pending
@@ -47,12 +47,16 @@ def process_unit(config: CacheConfig, unit: WorkUnit,
         metas = {out.task: parts.PartMeta(out.fingerprint, _rows(unit)) for out in pending}
         try:
             _render_shard(config, unit, tokenizer, pending, metas)
-        except P3DataError as err:  # e.g. the source file vanished after planning
+        except P3DataError as err:  # e.g. an unreadable source file: fails this split's tasks
             for meta in metas.values():
                 meta.failed = str(err)
+        except Exception as err:  # noqa: BLE001 - a bug fails this dataset split, not the run
+            reason, text = describe_bug(err)
+            for meta in metas.values():
+                meta.failed, meta.traceback = reason, text
         for out in pending:  # metas last: they mark the parts complete
-            fs.write_bytes(parts.part_path(config.work_dir, out.task, out.split, unit.index,
-                                           ".json"), metas[out.task].to_json())
+            fs.write_bytes(config.work.part(out.task, out.split, unit.index, ".json"),
+                           metas[out.task].to_json())
     for out in unit.job.outputs:
         yield out.task, out.split
 
@@ -61,20 +65,23 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer,
                   outputs: list[TaskOutput], metas: dict[str, parts.PartMeta]) -> None:
     job = unit.job
     renderer = DatasetRenderer({o.template.id: o.template for o in outputs}.values(), config.seed)
-    for out in outputs:  # a template that does not compile fails its own tasks only
-        if out.template.name in renderer.broken:
-            metas[out.task].failed = str(renderer.broken[out.template.name])
-    outputs = [o for o in outputs if o.template.name not in renderer.broken]
-    users = {name: [o for o in outputs if o.template.name == name] for name in renderer.templates}
+    rendered = [o for o in outputs if o.template.name not in renderer.broken]
+    users = {name: [o for o in rendered if o.template.name == name] for name in renderer.templates}
     ordinals = Counter()  # kept examples so far, per template
     encoder = _Encoder(tokenizer)
+    checker = RowChecker(job.entry.features)
     rows = open_store(job.entry, config.data_dir, config.rows_per_shard).read(
         job.source_split, unit.shard)
     with ExitStack() as stack:
-        files = {out.task: stack.enter_context(fs.atomic_writer(parts.part_path(
-            config.work_dir, out.task, out.split, unit.index, ".tfrecord"))) for out in outputs}
+        files = {out.task: stack.enter_context(fs.atomic_writer(config.work.part(
+            out.task, out.split, unit.index, ".tfrecord"))) for out in rendered}
         start = unit.shard.start
         while batch := list(islice(rows, BATCH_ROWS)):
+            # Rows that do not fit the schema still render as promptsource would: counted.
+            mismatches = Counter(problem for row in batch for problem in checker.problems(row))
+            for out in rendered:
+                meta = metas[out.task]
+                meta.schema = dict(Counter(meta.schema) + mismatches)
             for name, outcomes in renderer.render_batch(batch, start).items():
                 kept = [o for o in outcomes if isinstance(o, Rendered)]
                 for out in users[name]:
@@ -82,6 +89,9 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer,
                 _write(users[name], kept, ordinals[name], encoder, files, metas)
                 ordinals[name] += len(kept)
             start += len(batch)
+    for out in outputs:  # a template that cannot render fails its own tasks only
+        if out.template.name in renderer.broken:
+            metas[out.task].failed = str(renderer.broken[out.template.name])
 
 
 def _count(meta: parts.PartMeta, rows: int, kept: int, outcomes: list) -> None:

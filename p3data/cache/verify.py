@@ -1,79 +1,268 @@
-"""Checking a built cache against its manifests (and, optionally, another build's).
+"""Checking a built cache: every task folder seqio could read, against its manifest.
 
-A task passes when COMPLETED and manifest.json exist, every file the manifest lists has the
-recorded sha256, every shard's TFRecord framing and CRCs are sound, and the record counts
-match the stats. `against` compares two builds file by file, e.g. a rebuild with the original.
+seqio reads a task folder once it holds COMPLETED and globs its shards loosely (any
+`<split>.tfrecord-*-of-*<N>` matches, temporaries included), so a complete task must hold
+exactly the files its manifest lists, each with the recorded sha256, sound TFRecord framing and
+the recorded count. A cache is OK when nothing at all is wrong; INCOMPLETE when a run is writing
+it or crashed (task folders without COMPLETED, the work dir, the lock) but every complete task
+is sound; FAILED when a complete task is not. `against` compares two builds file by file.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
 import hashlib
-import json
+from collections import defaultdict
+from typing import BinaryIO
 
 from p3data.cache import fs, layout
+from p3data.cache.lock import describe_lock
 from p3data.cache.tfrecord import CorruptRecordError, read_records
+from p3data.errors import P3DataError
+
+# A folder holding any of these is a task folder (at the cache root: not a temporary).
+TASK_FILES = (layout.COMPLETED, layout.MANIFEST, "*.tfrecord-*", "info.*.json", "stats.*.json",
+              layout.TEMP_PREFIX + "*")
+SEALS = (layout.MANIFEST, layout.COMPLETED)  # files a manifest never lists
+RERUN = "a run is writing it, crashed or failed: rerun p3data cache to finish"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cache:
+    """What a cache folder holds: task folders (path -> names of their files) and what a run
+    leaves at the root while it runs (the work dir, the lock, temporaries)."""
+
+    root: str
+    folders: dict[str, list[str]]
+    leftovers: list[str]
+
+
+@dataclasses.dataclass
+class TaskCheck:
+    """One task folder, checked: `listed` is name -> sha256 as its manifest records them."""
+
+    folder: str
+    names: list[str]
+    complete: bool
+    task: str | None = None
+    listed: dict[str, str] = dataclasses.field(default_factory=dict)
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Verdict:
+    """What a check found: one line per unfinished part and per problem."""
+
+    checked: int = 0  # complete tasks
+    unfinished: list[str] = dataclasses.field(default_factory=list)
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def state(self) -> str:
+        return "FAILED" if self.problems else "INCOMPLETE" if self.unfinished else "OK"
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.state == "OK" else 1
+
+    def summary(self) -> str:
+        return (f"{self.state}: {self.checked} complete tasks checked, "
+                f"{len(self.unfinished)} unfinished, {len(self.problems)} problems")
+
+
+def scan(root: str) -> Cache:
+    """Find task folders by what they hold, at any depth (seqio's `:` levels, P3's `data/`)."""
+    root = root.rstrip("/") or root
+    by_folder: dict[str, list[str]] = defaultdict(list)
+    leftovers: set[str] = set()
+    for path in fs.listdir(fs.join(root, "**")):
+        folder, _, name = path.rpartition("/")
+        if path[len(root) + 1:].split("/", 1)[0] == layout.WORK_DIR:
+            leftovers.add(fs.join(root, layout.WORK_DIR))
+        elif name:  # object stores may list folder placeholders
+            by_folder[folder].append(name)
+    root_names = by_folder.pop(root, [])  # the root is a task folder only if given one
+    root_is_task = any(_is_task_file(n) for n in root_names if not n.startswith(layout.TEMP_PREFIX))
+    for name in root_names:
+        if name == layout.LOCK or (name.startswith(layout.TEMP_PREFIX) and not root_is_task):
+            leftovers.add(fs.join(root, name))
+        elif root_is_task:
+            by_folder[root].append(name)
+    folders = {folder: sorted(names) for folder, names in sorted(by_folder.items())
+               if any(_is_task_file(name) for name in names)}
+    return Cache(root, folders, sorted(leftovers))
+
+
+def _is_task_file(name: str) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in TASK_FILES)
 
 
 def task_folders(root: str) -> list[str]:
-    """Every task folder (seqio or P3 layout) that has a manifest or a COMPLETED file."""
-    found = set()
-    for pattern in ("*", "data/*", "*/*"):
-        for name in (layout.MANIFEST, layout.COMPLETED):
-            found.update(p.rsplit("/", 1)[0] for p in fs.listdir(fs.join(root, pattern, name)))
-    return sorted(f for f in found if layout.WORK_DIR not in f)
+    """Every task folder under `root`, complete or not."""
+    return list(scan(root).folders)
 
 
-def verify_task(folder: str) -> list[str]:
-    """Problems found in one task folder (empty: it is sound)."""
-    problems = []
-    if not fs.exists(fs.join(folder, layout.COMPLETED)):
-        problems.append(f"{folder}: no COMPLETED: the task is not complete")
+def check_task(folder: str, names: list[str]) -> TaskCheck:
+    """Check a task folder holding the files `names`: a folder without COMPLETED is unfinished
+    (seqio does not read it) and is not checked further."""
+    check = TaskCheck(folder, names, complete=layout.COMPLETED in names)
+    if not check.complete:
+        return check
+    try:
+        manifest = layout.read_manifest(folder)
+    except layout.ManifestError as err:
+        check.problems.append(str(err))
+        return check
+    task = manifest.get("task")
+    check.task = task if isinstance(task, str) else folder
     manifest_path = fs.join(folder, layout.MANIFEST)
-    if not fs.exists(manifest_path):
-        return [*problems, f"{folder}: no {layout.MANIFEST}"]
-    manifest = json.loads(fs.read_bytes(manifest_path))
     for split, record in manifest["splits"].items():
-        records = 0
-        for name, digest in record["files"].items():
-            path = fs.join(folder, name)
-            if not fs.exists(path):
-                problems.append(f"{path}: missing")
-                continue
-            data = fs.read_bytes(path)
-            if hashlib.sha256(data).hexdigest() != digest:
-                problems.append(f"{path}: sha256 differs from the manifest")
+        try:
+            files, examples, num_shards = _split_record(record)
+        except ValueError as err:
+            check.problems.append(f"{manifest_path}: split {split}: {err}")
+            continue
+        check.listed.update(files)
+        check.problems += _check_split(folder, split, files=files, examples=examples,
+                                       num_shards=num_shards, names=names)
+    check.problems += [
+        f"{fs.join(folder, name)}: not listed in {layout.MANIFEST}, so not part of this build, "
+        "and seqio may read it as data: delete it or rebuild the task"
+        for name in names if name not in SEALS and name not in check.listed]
+    return check
+
+
+def _split_record(record: object) -> tuple[dict[str, str], int, int]:
+    """A manifest split's files, example count and shard count; `ValueError` if malformed."""
+    if not isinstance(record, dict):
+        raise ValueError("not a mapping")
+    files, stats, num_shards = record.get("files"), record.get("stats"), record.get("num_shards")
+    if not (isinstance(files, dict) and all(isinstance(v, str) for v in files.values())):
+        raise ValueError("no 'files' mapping of name to sha256")
+    if not (isinstance(stats, dict) and isinstance(stats.get("examples"), int)):
+        raise ValueError("no 'stats.examples' count")
+    if not isinstance(num_shards, int):
+        raise ValueError("no 'num_shards' count")
+    return files, stats["examples"], num_shards
+
+
+def _check_split(folder: str, split: str, *, files: dict[str, str], examples: int,
+                 num_shards: int, names: list[str]) -> list[str]:
+    problems = []
+    shards = sorted(name for name in files if ".tfrecord-" in name)
+    expected = [layout.shard_name(split, index, num_shards) for index in range(num_shards)]
+    if shards != expected:
+        problems.append(f"{fs.join(folder, layout.MANIFEST)}: split {split}: the shards listed "
+                        f"are not its {num_shards} shards {split}.tfrecord-*-of-{num_shards:05d}")
+    records = 0
+    for name, digest in sorted(files.items()):
+        path = fs.join(folder, name)
+        if name not in names:
+            problems.append(f"{path}: missing (listed in {layout.MANIFEST})")
+            continue
+        with fs.open_read(path) as handle:
+            reader = _HashingReader(handle)
             if ".tfrecord-" in name:
                 try:
-                    with fs.open_read(path) as handle:
-                        records += sum(1 for _ in read_records(handle, path))
+                    for _ in read_records(reader, path):
+                        records += 1
                 except CorruptRecordError as err:
                     problems.append(str(err))
-        if records != record["stats"]["examples"]:
-            problems.append(f"{folder}: split {split} has {records} records, stats say "
-                            f"{record['stats']['examples']}")
+            while reader.read(1 << 20):  # the rest of a file, or of a corrupt shard
+                pass
+        if reader.sha256.hexdigest() != digest:
+            problems.append(f"{path}: sha256 differs from the manifest")
+    if records != examples:
+        problems.append(f"{folder}: split {split} has {records} records, stats say {examples}")
     return problems
 
 
-def compare(root: str, other: str) -> list[str]:
-    """Differences between two builds' manifests: tasks, fingerprints and file checksums."""
-    def manifests(base: str) -> dict[str, dict]:
-        result = {}
-        for folder in task_folders(base):
-            path = fs.join(folder, layout.MANIFEST)
-            if fs.exists(path):
-                manifest = json.loads(fs.read_bytes(path))
-                result[manifest["task"]] = manifest
-        return result
+class _HashingReader:
+    """Hashes what is read through it: one pass both hashes a shard and counts its records."""
 
-    ours, theirs = manifests(root), manifests(other)
-    problems = [f"{task}: only in {root}" for task in sorted(set(ours) - set(theirs))]
-    problems += [f"{task}: only in {other}" for task in sorted(set(theirs) - set(ours))]
-    for task in sorted(set(ours) & set(theirs)):
-        mine, yours = ours[task]["splits"], theirs[task]["splits"]
-        for split in sorted(set(mine) | set(yours)):
-            a = mine.get(split, {}).get("files", {})
-            b = yours.get(split, {}).get("files", {})
-            for name in sorted(set(a) | set(b)):
-                if a.get(name) != b.get(name):
-                    problems.append(f"{task}/{name}: differs")
+    def __init__(self, handle: BinaryIO):
+        self.handle = handle
+        self.sha256 = hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.sha256.update(data)
+        return data
+
+
+def verify_task(folder: str) -> list[str]:
+    """Problems of one task folder (empty: it is complete and sound)."""
+    check = check_task(folder, fs.files_in(folder))
+    return check.problems if check.complete else [_unfinished(folder)]
+
+
+def _unfinished(folder: str) -> str:
+    return f"{folder}: unfinished (no {layout.COMPLETED}, seqio will not read it): {RERUN}"
+
+
+def verify_cache(root: str, against: str | None = None) -> Verdict:
+    """Check every task folder of `root` (and of `against`, then compare the two builds)."""
+    verdict, ours = _verify(root)
+    if against is not None:
+        other, theirs = _verify(against)
+        verdict.unfinished += other.unfinished
+        verdict.problems += other.problems + compare(ours, theirs, root, against)
+    return verdict
+
+
+def _verify(root: str) -> tuple[Verdict, list[TaskCheck]]:
+    cache = scan(root)
+    if not cache.folders and not cache.leftovers:
+        raise _not_a_cache(root)
+    checks = [check_task(folder, names) for folder, names in cache.folders.items()]
+    verdict = Verdict(checked=sum(check.complete for check in checks))
+    for check in checks:
+        verdict.problems += check.problems
+        if not check.complete:
+            verdict.unfinished.append(_unfinished(check.folder))
+    verdict.unfinished += [_leftover(path) for path in cache.leftovers]
+    return verdict, checks
+
+
+def _leftover(path: str) -> str:
+    name = path.rpartition("/")[2]
+    if name == layout.LOCK:
+        try:
+            holder = describe_lock(fs.read_bytes(path))
+        except FileNotFoundError:
+            holder = "released while this check ran"
+        return f"{path}: {holder}: {RERUN} (--force if that run is dead)"
+    if name == layout.WORK_DIR:
+        return f"{path}: a run's work files: {RERUN}"
+    return f"{path}: a temporary file: {RERUN}"
+
+
+def _not_a_cache(root: str) -> P3DataError:
+    if not fs.exists(root):
+        return P3DataError(f"{root}: no such cache folder; give the --output-dir of p3data cache")
+    if not fs.exists(fs.join(root, "")):
+        return P3DataError(f"{root}: is a file, not a cache folder; give the --output-dir of "
+                           "p3data cache")
+    return P3DataError(f"{root}: holds no task folders (no {layout.COMPLETED}, "
+                       f"{layout.MANIFEST} or shards, in seqio's or P3's layout); give the "
+                       "--output-dir of p3data cache")
+
+
+def compare(ours: list[TaskCheck], theirs: list[TaskCheck], root: str, other: str) -> list[str]:
+    """Differences between two builds' complete tasks: tasks, files and checksums as the
+    manifests list them (each side's folders were checked against its manifest, so a file
+    either manifest leaves out is already a problem)."""
+    def by_task(checks: list[TaskCheck]) -> dict[str, dict[str, str]]:
+        return {check.task: check.listed for check in checks if check.complete and check.task}
+
+    mine, yours = by_task(ours), by_task(theirs)
+    problems = [f"{task}: complete only in {root}" for task in sorted(mine.keys() - yours)]
+    problems += [f"{task}: complete only in {other}" for task in sorted(yours.keys() - mine)]
+    for task in sorted(mine.keys() & yours.keys()):
+        a, b = mine[task], yours[task]
+        problems += [f"{task}/{name}: only in {root}" for name in sorted(a.keys() - b)]
+        problems += [f"{task}/{name}: only in {other}" for name in sorted(b.keys() - a)]
+        problems += [f"{task}/{name}: differs" for name in sorted(a.keys() & b.keys())
+                     if a[name] != b[name]]
     return problems

@@ -3,12 +3,19 @@
 Options p3data does not know are Beam pipeline options and go to Beam as they are, e.g.
 `--runner=DataflowRunner --project=... --region=... --temp_location=gs://...` or
 `--direct_num_workers=2 --direct_running_mode=multi_processing`.
+
+One run writes to an output folder at a time: a run holds the lock `<output>/.p3data-lock`
+(owner, host, start time) and a second run says who holds it. If that run is dead (killed,
+machine gone), `--force` takes the lock over.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
+from p3data.commands import console
+from p3data.commands.options import positive_int, rate
 from p3data.samples import SAMPLES_DIR
 
 # Beam knows DaskRunner only by its full name.
@@ -22,14 +29,18 @@ def run(args: argparse.Namespace) -> int:
     from p3data.vocab import read_vocabulary
 
     data_dir = str(SAMPLES_DIR) if args.samples else args.data_dir
-    config = CacheConfig(
-        output_dir=args.output_dir, vocab_model=read_vocabulary(args.vocab),
-        data_dir=data_dir, seed=args.seed, shards=args.shards, p3_layout=args.p3_layout,
-        rows_per_shard=args.rows_per_shard)
     specs = t0.select(t0.load_definitions(), args.mixture, args.tasks)
+    config = CacheConfig(
+        output_dir=args.output_dir.rstrip("/"), vocab_model=read_vocabulary(args.vocab),
+        data_dir=data_dir, seed=args.seed, shards=args.shards, p3_layout=args.p3_layout,
+        rows_per_shard=args.rows_per_shard, max_error_rate=args.max_error_rate)
     beam_args = [RUNNER_ALIASES.get(arg, arg) for arg in args.beam_args]
-    result = run_cache(config, specs, args.splits, beam_args, args.progress_every)
-    print(summary_table(result, args.output_dir, args.p3_layout))
+    with console.libraries_to_log(args.verbose, "cache") as stream:
+        result = run_cache(config, specs, splits=args.splits, pipeline_args=beam_args,
+                           force=args.force, progress_every=args.progress_every, out=stream)
+    print(summary_table(result, config.output_dir, args.p3_layout))
+    for text in result.tracebacks:
+        print(text, file=sys.stderr)
     return 0 if result.ok else 1
 
 
@@ -50,14 +61,19 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="read the bundled sample rows (offline demo and tests)")
     cache.add_argument("--vocab", default=None,
                        help="SentencePiece model (default: $P3DATA_VOCAB, else T5's)")
-    cache.add_argument("--shards", type=int, default=None,
+    cache.add_argument("--shards", type=positive_int, default=None,
                        help="output shards per split (default: ~1 per 10k examples, max 64)")
     cache.add_argument("--splits", action="append", default=[], metavar="SPLIT",
                        help="only these task splits (repeatable), e.g. train")
     cache.add_argument("--seed", type=int, default=0, help="seed of templates' random choices")
     cache.add_argument("--p3-layout", action="store_true",
                        help="write P3's layout: data/<task>/, one shard per split, index CSV")
-    cache.add_argument("--rows-per-shard", type=int, default=50_000,
+    cache.add_argument("--rows-per-shard", type=positive_int, default=50_000,
                        help="source rows per unit of work: smaller means more parallelism")
+    cache.add_argument("--max-error-rate", type=rate, default=0.01, metavar="RATE",
+                       help="fail a task split when more of its rows than this fail to render "
+                            "(default 0.01; rows T0's rule drops by design do not count)")
+    cache.add_argument("--force", action="store_true",
+                       help="take over the output folder's lock from a run that is dead")
     cache.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS")
     cache.set_defaults(run=run)

@@ -1,4 +1,8 @@
-"""`p3data verify CACHE_DIR`: check a cache against its manifests (and another build)."""
+"""`p3data verify CACHE_DIR`: check a cache strictly against its manifests (and another build).
+
+Prints one line per problem or unfinished part, then `OK` (exit 0), `INCOMPLETE` (exit 1: a
+run is writing it or crashed, but every complete task is sound) or `FAILED` (exit 1).
+"""
 
 from __future__ import annotations
 
@@ -6,23 +10,21 @@ import argparse
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data.cache.verify import compare, task_folders, verify_task
+    from p3data.cache.verify import verify_cache
 
-    folders = task_folders(args.cache_dir)
-    problems = [p for folder in folders for p in verify_task(folder)]
-    if args.against:
-        problems += compare(args.cache_dir, args.against)
-    for problem in problems:
-        print(problem)
-    verdict = "FAILED" if problems else "OK"
+    verdict = verify_cache(args.cache_dir, against=args.against)
+    for line in verdict.unfinished + verdict.problems:
+        print(line)
     extra = f", compared with {args.against}" if args.against else ""
-    print(f"{verdict}: {len(folders)} tasks checked, {len(problems)} problems{extra}")
-    return 1 if problems or not folders else 0
+    print(verdict.summary() + extra)
+    return verdict.exit_code
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    verify = commands.add_parser("verify", help="check a cache against its manifests")
+    verify = commands.add_parser(
+        "verify", help="check a cache strictly against its manifests", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     verify.add_argument("cache_dir")
     verify.add_argument("--against", metavar="OTHER_CACHE",
-                        help="also compare every file's checksum with another build")
+                        help="also check another build and compare every file's checksum")
     verify.set_defaults(run=run)

@@ -52,7 +52,7 @@ def read_batches(
 ) -> Iterator[tuple[int, list[dict[str, Any]]]]:
     """(number of the first row, rows) for one split of a mirror, in batches.
 
-    Raises `DataNotFoundError` on the first step when the mirror lacks the split.
+    Raises a `SourceError` when the mirror lacks the split or a file cannot be read.
     """
     store = MirrorStore(root, entry)
     rows: Iterator[dict[str, Any]] = (

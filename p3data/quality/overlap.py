@@ -20,8 +20,8 @@ from typing import Any
 
 from p3data import t0
 from p3data.quality.common import by_source_split, read_batches, table
+from p3data.rows import SourceError
 from p3data.samples import _strings as row_strings
-from p3data.stores import DataNotFoundError
 from p3data.templates import DatasetRenderer, Rendered
 
 TRAIN_SPLIT = "train"
@@ -168,13 +168,13 @@ def overlap(
     for (_, split), specs in by_source_split(evaluation, eval_split).items():
         try:
             _index_split(index, specs, split, root, max_rows)
-        except DataNotFoundError as err:
+        except SourceError as err:
             report.missing.append(str(err))
     report.eval_rows, report.unchecked_eval_rows = index.rows, index.unchecked
     for (_, split), specs in by_source_split(train, train_split).items():
         try:
             _scan_split(report, index, specs, split, root, max_rows)
-        except DataNotFoundError as err:
+        except SourceError as err:
             report.missing.append(str(err))
     return report
 

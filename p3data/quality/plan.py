@@ -23,8 +23,8 @@ from p3data.quality.common import (
     read_batches,
     table,
 )
+from p3data.rows import SourceError
 from p3data.samples import SAMPLES_DIR
-from p3data.stores import DataNotFoundError
 from p3data.templates import DatasetRenderer, Rendered, TemplateCollection, TemplateSource
 from p3data.templates.collection import promptsource_dir
 
@@ -78,7 +78,7 @@ def published_definitions() -> t0.T0Definitions | None:
     folder = promptsource_dir()
     if folder is None:
         return None
-    return t0.define(Catalog(read_catalog_file(CATALOG_FILE)),
+    return t0.define(Catalog(read_catalog_file(CATALOG_FILE, validate=False)),
                      TemplateCollection([TemplateSource(folder, "promptsource")]))
 
 
@@ -95,7 +95,7 @@ def mean_tokens(specs: Sequence[t0.TaskSpec], tokens: TokenCounter) -> dict[str,
                     pairs = zip(tokens.count([o.inputs for o in kept]),
                                 tokens.count([o.targets for o in kept]), strict=True)
                     counts.setdefault(task_of[name], []).extend(i + t + 1 for i, t in pairs)
-        except DataNotFoundError:
+        except SourceError:
             continue  # no sample rows: the estimate is unknown, not zero
     return {spec.name: (sum(counts[spec.name]) / len(counts[spec.name])
                         if counts.get(spec.name) else None) for spec in specs}

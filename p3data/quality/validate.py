@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from p3data.quality.common import TokenCounter, read_batches, table
-from p3data.stores import DataNotFoundError
+from p3data.rows import SourceError
+from p3data.schema import RowChecker
 from p3data.t0 import TaskSpec
 from p3data.templates import NO_LABEL, DatasetRenderer, Dropped, Outcome, Rendered
 from p3data.templates.render import NO_SEPARATOR
@@ -67,6 +68,7 @@ class TaskReport:
     truncated: int = 0  # examples with inputs or targets over the lengths
     max_inputs: int = 0
     max_targets: int = 0  # with the EOS
+    schema: dict[str, int] = field(default_factory=dict)  # rows per schema mismatch category
     rows: dict[str, list[int]] = field(default_factory=dict)  # problem -> first row numbers
     first_error: str | None = None  # the first render error, as the renderer worded it
     error: str | None = None  # the task could not be validated at all
@@ -98,9 +100,11 @@ class Thresholds:
     max_off_choice_rate: float | None = None
 
     def violations(self, report: TaskReport) -> list[str]:
+        """Rates over their limits; rows that do not fit the catalog's schema always count."""
         if report.error is not None:
             return [f"{report.task} ({report.split}): {report.error}"]
-        found = []
+        found = [f"{report.task} ({report.split}): {count} rows do not fit the catalog's "
+                 f"schema: {category}" for category, count in sorted(report.schema.items())]
         for name, limit in asdict(self).items():
             rate = getattr(report, name.removeprefix("max_"))
             if limit is not None and rate > limit:
@@ -158,11 +162,15 @@ def _validate_split(
     for name, err in renderer.broken.items():
         by_name[name].error = str(err)
     seen: dict[str, set[int]] = {name: set() for name in renderer.templates}
+    checker = RowChecker(members[0][0].entry.features)
     try:
         for start, rows in read_batches(root, members[0][0].entry, source_split, max_rows):
+            mismatches = Counter(problem for row in rows for problem in checker.problems(row))
+            for report in by_name.values():
+                report.schema = dict(Counter(report.schema) + mismatches)
             for name, outcomes in renderer.render_batch(rows, start).items():
                 _tally(by_name[name], outcomes, seen[name], tokens, lengths)
-    except DataNotFoundError as err:
+    except SourceError as err:
         for report in by_name.values():
             report.error = str(err)
 
@@ -223,19 +231,22 @@ def format_report(validation: Validation) -> str:
     """An aligned table for people, with a summary and the rows worth a look."""
     lengths = validation.lengths
     header = ["task", "split", "read", "kept", "dropped", "no label", "off choices", "dup",
-              f"in>{lengths.inputs}", f"tgt>{lengths.targets}", "max in", "max tgt",
+              "schema", f"in>{lengths.inputs}", f"tgt>{lengths.targets}", "max in", "max tgt",
               "drop reasons"]
     rows = [[r.task, r.split, r.read, r.kept, sum(r.dropped.values()), r.no_label,
-             r.off_choices, r.duplicates, r.inputs_over, r.targets_over, r.max_inputs,
-             r.max_targets, ", ".join(f"{k} {n}" for k, n in sorted(r.dropped.items()))]
+             r.off_choices, r.duplicates, sum(r.schema.values()), r.inputs_over,
+             r.targets_over, r.max_inputs, r.max_targets,
+             ", ".join(f"{k} {n}" for k, n in sorted(r.dropped.items()))]
             for r in validation.reports if r.error is None]
     totals: Counter[str] = Counter()
     for r in validation.reports:
         totals.update(read=r.read, kept=r.kept, dropped=sum(r.dropped.values()),
                       no_label=r.no_label, off=r.off_choices, dup=r.duplicates,
-                      inputs_over=r.inputs_over, targets_over=r.targets_over)
+                      schema=sum(r.schema.values()), inputs_over=r.inputs_over,
+                      targets_over=r.targets_over)
     rows.append(["total", "", totals["read"], totals["kept"], totals["dropped"],
-                 totals["no_label"], totals["off"], totals["dup"], totals["inputs_over"],
+                 totals["no_label"], totals["off"], totals["dup"], totals["schema"],
+                 totals["inputs_over"],
                  totals["targets_over"], max((r.max_inputs for r in validation.reports),
                                              default=0),
                  max((r.max_targets for r in validation.reports), default=0), ""])

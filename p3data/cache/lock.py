@@ -1,0 +1,196 @@
+"""One writer per output folder: the lock file `<output>/.p3data-lock`.
+
+Two runs writing one cache would mix their shards and manifests, so a run holds this lock for
+its whole length. The file is made by an exclusive create (fsspec's "xb": local disk,
+memory://, gs:// through gcsfs's ifGenerationMatch=0, s3 likewise), so of two runs starting
+together exactly one wins; it says who holds it, so the other can tell its user whom it waits
+for. A lock left by a dead run stays until a run takes it over with `force`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import getpass
+import json
+import logging
+import os
+import posixpath
+import shlex
+import socket
+import sys
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import fsspec
+
+from p3data.cache.layout import LOCK
+from p3data.errors import P3DataError
+
+logger = logging.getLogger(__name__)
+
+
+class LockHeldError(P3DataError):
+    """Another run holds (or a dead run left) the output folder's lock."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Holder:
+    """Who holds a lock: what the lock file says, as JSON."""
+
+    owner: str
+    host: str
+    pid: int
+    started: str  # UTC, ISO 8601
+    command: str
+    run_id: str
+
+    @classmethod
+    def this_run(cls, command: str | None = None) -> Holder:
+        if command is None:
+            command = shlex.join([posixpath.basename(sys.argv[0]), *sys.argv[1:]])
+        return cls(owner=_user(), host=socket.gethostname(), pid=os.getpid(),
+                   started=datetime.now(UTC).isoformat(timespec="seconds"), command=command,
+                   run_id=uuid.uuid4().hex)
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Holder:
+        """The holder a lock file names; `ValueError` if it is not a lock this module wrote."""
+        record = json.loads(data)
+        if not isinstance(record, dict):
+            raise ValueError("not a JSON object")
+        missing = [f.name for f in dataclasses.fields(cls) if f.name not in record]
+        if missing:
+            raise ValueError(f"no {', '.join(missing)}")
+        holder = cls(**{f.name: record[f.name] for f in dataclasses.fields(cls)})
+        if not isinstance(holder.pid, int) or holder.pid <= 0:
+            raise ValueError(f"pid {holder.pid!r} is not a process id")
+        return holder
+
+    def to_json(self) -> bytes:
+        return json.dumps(dataclasses.asdict(self), indent=2).encode() + b"\n"
+
+    def describe(self) -> str:
+        """e.g. `alice@host1 (pid 4242, p3data cache --mixture t0_train) since 2026-11-22 12:00
+        UTC`, and whether that process is gone when it ran on this host."""
+        try:
+            since = datetime.fromisoformat(self.started).astimezone(UTC)
+            started = since.strftime("%Y-%m-%d %H:%M UTC")
+        except (TypeError, ValueError):
+            started = str(self.started)
+        text = f"{self.owner}@{self.host} (pid {self.pid}, {self.command}) since {started}"
+        return f"{text}, but that process is no longer running" if self.is_dead() else text
+
+    def is_dead(self) -> bool:
+        """True only when the holder ran on this host and its process is gone."""
+        if self.host != socket.gethostname():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, owned by someone else
+            return False
+        return False
+
+
+def describe_lock(data: bytes) -> str:
+    """What a lock file's bytes say about its holder, readable or not."""
+    try:
+        return f"held by {Holder.from_json(data).describe()}"
+    except ValueError as err:
+        return f"unreadable ({err})"
+
+
+@contextlib.contextmanager
+def output_lock(output_dir: str, *, force: bool = False,
+                command: str | None = None) -> Iterator[Holder]:
+    """Hold `<output_dir>/.p3data-lock` while the block runs, creating the folder if needed.
+
+    A held lock raises `LockHeldError` naming its holder; `force` takes it over (one warning
+    names the previous holder). On exit the lock is deleted only if it is still ours, so a run
+    whose lock was taken over leaves its successor's lock alone.
+    """
+    try:
+        filesystem, folder = fsspec.core.url_to_fs(output_dir)
+    except (ImportError, ValueError) as err:  # e.g. gs:// without gcsfs installed
+        raise P3DataError(f"{output_dir}: cannot lock the output folder: {err}") from None
+    _make_folder(filesystem, folder, output_dir)
+    path = posixpath.join(folder, LOCK)
+    holder = Holder.this_run(command)
+    if force:
+        _take_over(filesystem, path, output_dir)
+    _create(filesystem, path, holder, output_dir)
+    try:
+        yield holder
+    finally:
+        _release(filesystem, path, holder)
+
+
+def _make_folder(filesystem: fsspec.AbstractFileSystem, folder: str, output_dir: str) -> None:
+    if filesystem.isfile(folder):
+        raise P3DataError(f"{output_dir}: is a file, not a folder; choose another --output-dir")
+    try:
+        filesystem.makedirs(folder, exist_ok=True)
+    except OSError as err:
+        raise P3DataError(f"{output_dir}: cannot create the output folder ({_reason(err)}); "
+                          "choose another --output-dir or fix its permissions") from None
+
+
+def _create(filesystem: fsspec.AbstractFileSystem, path: str, holder: Holder,
+            output_dir: str) -> None:
+    try:
+        with filesystem.open(path, "xb") as handle:  # gcsfs checks exclusivity on close
+            handle.write(holder.to_json())
+    except FileExistsError:
+        raise LockHeldError(_held_message(filesystem, path, output_dir)) from None
+    except OSError as err:
+        raise P3DataError(f"{output_dir}: cannot write in the output folder ({_reason(err)}); "
+                          "choose another --output-dir or fix its permissions") from None
+
+
+def _held_message(filesystem: fsspec.AbstractFileSystem, path: str, output_dir: str) -> str:
+    try:
+        holder = Holder.from_json(filesystem.cat_file(path))
+    except FileNotFoundError:
+        return f"{output_dir}: the run that held {path} ended just now; rerun"
+    except ValueError as err:
+        return (f"{output_dir} is locked, but {path} is unreadable ({err}); if no run is "
+                "writing it, rerun with --force to take over")
+    if holder.is_dead():
+        return (f"{output_dir} was being written by {holder.describe()}; "
+                "rerun with --force to take over")
+    return (f"{output_dir} is being written by {holder.describe()}; wait for it, or if that "
+            "run is dead rerun with --force to take over")
+
+
+def _take_over(filesystem: fsspec.AbstractFileSystem, path: str, output_dir: str) -> None:
+    try:
+        previous = describe_lock(filesystem.cat_file(path))
+    except FileNotFoundError:
+        return
+    with contextlib.suppress(FileNotFoundError):
+        filesystem.rm_file(path)
+    logger.warning("p3data: --force: taking over %s, %s", output_dir, previous)
+
+
+def _release(filesystem: fsspec.AbstractFileSystem, path: str, holder: Holder) -> None:
+    try:
+        current = Holder.from_json(filesystem.cat_file(path))
+    except (FileNotFoundError, ValueError):  # gone, or replaced by something not ours
+        return
+    if current.run_id == holder.run_id:
+        with contextlib.suppress(FileNotFoundError):
+            filesystem.rm_file(path)
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (e.g. in a container)
+        return str(os.getuid())
+
+
+def _reason(err: OSError) -> str:
+    return err.strerror or str(err) or type(err).__name__

@@ -1,0 +1,90 @@
+"""Run `p3data cache` and die like `kill -9` just before its K-th file operation, so every
+crash point of a build can be reached deterministically.
+
+    python tests/crash_run.py crash OUTPUTS POINTS [BASE] -- <p3data cache arguments>
+    python tests/crash_run.py rerun OUTPUTS POINTS -- <p3data cache arguments>
+
+`crash`: for each point K of POINTS (comma-separated; -1 never crashes), a forked child
+builds into OUTPUTS/K (a copy of BASE when given) and dies just before its K-th file
+operation. `rerun`: a child finishes each OUTPUTS/K with `--force` (the dead run's lock is
+left behind, as after a real kill -9). This process imports p3data and Beam once and forks a
+child per point, so a crash costs a fraction of a second.
+
+File operations are Beam's `FileSystems.create`, `rename` and `delete`, which is how p3data
+starts, commits and removes every file of a cache; a child writes those it ran to
+OUTPUTS/K.<mode>.trace as `[operation, path]`, its output to OUTPUTS/K.<mode>.log and its exit
+code to OUTPUTS/K.<mode>.code. The DirectRunner's default mode runs the workers inside the
+child, so their operations count too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from apache_beam.io.filesystems import FileSystems
+
+from p3data.cli import main as cli
+
+
+def _intercept(name: str, trace, crash_at: int, counter: list[int]) -> None:
+    original = getattr(FileSystems, name)
+
+    def operation(*args, **kwargs):
+        if counter[0] == crash_at:
+            trace.flush()
+            os._exit(137)  # no cleanup, no finally: what kill -9 leaves
+        counter[0] += 1
+        paths = args[-1] if name == "rename" else args[0]
+        trace.write(json.dumps([name, paths if isinstance(paths, str) else list(paths)]) + "\n")
+        return original(*args, **kwargs)
+
+    setattr(FileSystems, name, staticmethod(operation))
+
+
+def _child(out: Path, mode: str, crash_at: int, cache_args: list[str]) -> None:
+    force = ["--force"] if mode == "rerun" else []
+    log = open(f"{out}.{mode}.log", "w", encoding="utf-8")  # noqa: SIM115 - outlives os._exit
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    trace = open(f"{out}.{mode}.trace", "w", encoding="utf-8")  # noqa: SIM115
+    counter = [0]
+    for name in ("create", "rename", "delete"):
+        _intercept(name, trace, crash_at, counter)
+    code = cli(["cache", "--output-dir", str(out), *force, *cache_args])
+    trace.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def main() -> int:
+    split = sys.argv.index("--")
+    mode, outputs, points, *base = sys.argv[1:split]
+    running: dict[int, Path] = {}
+    for point in points.split(","):
+        out = Path(outputs) / point
+        if base and mode == "crash":
+            shutil.copytree(base[0], out)
+        if len(running) >= (os.cpu_count() or 1):
+            _reap(running, mode)
+        pid = os.fork()
+        if pid == 0:
+            _child(out, mode, int(point) if mode == "crash" else -1, sys.argv[split + 1:])
+        running[pid] = out
+    while running:
+        _reap(running, mode)
+    return 0
+
+
+def _reap(running: dict[int, Path], mode: str) -> None:
+    pid, status = os.wait()
+    out = running.pop(pid)
+    Path(f"{out}.{mode}.code").write_text(str(os.waitstatus_to_exitcode(status)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

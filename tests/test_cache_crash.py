@@ -1,0 +1,154 @@
+"""Crash points, driven deterministically: the build dies like `kill -9` just before one of its
+file operations (one point per kind of operation, first and last occurrence), for a fresh
+build and for a rebuild with other settings. After every crash, each task folder stock seqio
+would read (it has COMPLETED) holds exactly the examples its stats say and nothing else; the
+rerun finishes and is byte-identical to an uninterrupted build."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cache_helpers import read_examples, run_cache, tree
+
+from p3data.cache.verify import verify_task
+from p3data.samples import SAMPLES_DIR
+from p3data.stores import ENV_DATA_DIR
+from p3data.vocab import SAMPLE_VOCAB, set_vocabulary
+
+os.environ[ENV_DATA_DIR] = str(SAMPLES_DIR)
+set_vocabulary(SAMPLE_VOCAB)
+import p3data.tasks  # noqa: E402,F401
+
+CRASH_RUN = str(Path(__file__).with_name("crash_run.py"))
+TASKS = ["--tasks", "super_glue_rte_GPT_3_style(_score_eval)?|super_glue_copa_exercise",
+         "--rows-per-shard", "8"]
+_READ_BACK: set[str] = set()  # digests of task folders seqio already read back correctly
+
+
+def _kind(operation: str, path: str | list) -> str:
+    """What a file operation is about: the stage and the kind of file."""
+    path = path[0] if isinstance(path, list) and path else path
+    name = re.sub(r"\.p3data-tmp-[0-9a-f]+-", "", str(path).rsplit("/", 1)[-1])
+    where = "work" if "/.p3data-work" in str(path) else "task"
+    if where == "work" and operation == "delete":
+        return "delete work " + ("root" if name == ".p3data-work" else "task folder")
+    for pattern, kind in ((r"^part-\d+\.tfrecord$", "part records"),
+                          (r"^part-\d+\.json$", "part meta"), (r"summary\.json$", "summary"),
+                          (r"\.tfrecord-", "shard"), (r"^info\.", "info"), (r"^stats\.", "stats")):
+        if re.search(pattern, name):
+            return f"{operation} {kind}"
+    if "/units/" in str(path) or "/assembled/" in str(path) or "/status/" in str(path):
+        return f"{operation} {str(path).split('/.p3data-work/')[1].split('/')[0]} marker"
+    return f"{operation} {where} {name}"
+
+
+def _crash_points(trace: Path, *, last: bool = True) -> list[int]:
+    """The first operation of every kind (work files: only commits, since a crash before
+    starting one leaves the same as a crash before committing it), and with `last` the last
+    one of every kind on task folders (what seqio reads)."""
+    operations = [json.loads(line) for line in trace.read_text().splitlines()]
+    firsts: dict[str, int] = {}
+    lasts: dict[str, int] = {}
+    for number, (operation, path) in enumerate(operations):
+        in_work = "/.p3data-work" in str(path)
+        if in_work and operation == "create":
+            continue
+        kind = _kind(operation, path)
+        firsts.setdefault(kind, number)
+        if last and not in_work:
+            lasts[kind] = number
+    return sorted(set(firsts.values()) | set(lasts.values()))
+
+
+def _crash_run(mode: str, outputs: Path, points: list[int], *args: str,
+               base: Path | None = None) -> list[int]:
+    """Crash (or rerun) a build per point, each into `outputs/<point>`; their exit codes."""
+    command = [sys.executable, CRASH_RUN, mode, str(outputs), ",".join(map(str, points)),
+               *([str(base)] if base else []), "--", "--samples", "--vocab", str(SAMPLE_VOCAB),
+               "--progress-every", "60", *TASKS, *args]
+    subprocess.run(command, check=True, timeout=1800)
+    return [int((outputs / f"{point}.{mode}.code").read_text()) for point in points]
+
+
+def _assert_seqio_reads_what_stats_say(out: Path) -> int:
+    """Every folder seqio would read: exactly its manifest's files, and as many examples as its
+    stats say. Returns how many task folders were complete."""
+    complete = [folder for folder in out.iterdir() if (folder / "COMPLETED").exists()]
+    for folder in complete:
+        assert verify_task(str(folder)) == [], folder
+        digest = hashlib.sha256(repr(sorted(tree(folder).items())).encode()).hexdigest()
+        if digest in _READ_BACK:  # the same bytes as a folder read back before
+            continue
+        _READ_BACK.add(digest)
+        for stats in folder.glob("stats.*.json"):
+            split = stats.name.split(".")[1]
+            expected = json.loads(stats.read_text())["examples"]
+            assert len(read_examples(folder.name, split, out)) == expected, (folder, split)
+    return len(complete)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> tuple[Path, Path]:
+    """An uninterrupted build with 2 shards per split, and the trace of its file operations."""
+    root = tmp_path_factory.mktemp("reference")
+    assert _crash_run("crash", root, [-1], "--shards", "2") == [0]
+    return root / "-1", root / "-1.crash.trace"
+
+
+def _crash_and_rerun(outputs: Path, points: list[int], *args: str,
+                     base: Path | None = None) -> None:
+    """Every crash leaves what seqio reads complete and correct; every rerun finishes."""
+    assert _crash_run("crash", outputs, points, *args, base=base) == [137] * len(points)
+    for point in points:
+        _assert_seqio_reads_what_stats_say(outputs / str(point))
+    assert _crash_run("rerun", outputs, points, *args) == [0] * len(points)
+
+
+def test_every_crash_point_of_a_build(reference, tmp_path):
+    expected, trace = reference
+    points = _crash_points(trace)
+    assert len(points) >= 20  # every stage's files: parts, markers, shards, JSON, manifest...
+    _crash_and_rerun(tmp_path, points, "--shards", "2")
+    for point in points:
+        out = tmp_path / str(point)
+        assert tree(out) == tree(expected), point
+        assert "removed" in (tmp_path / f"{point}.rerun.log").read_text() or not list(
+            out.rglob(".p3data-tmp-*"))
+
+
+def test_every_crash_point_of_a_rebuild_with_other_shards(reference, tmp_path):
+    """`--shards 2` then `--shards 1`: the old shards must never be read beside the new."""
+    built, _ = reference
+    expected = tmp_path / "expected"
+    run_cache(expected, *TASKS, "--shards", "1")
+    assert _crash_run("crash", tmp_path, [-1], "--shards", "1", base=built) == [0]
+    assert tree(tmp_path / "-1") == tree(expected)
+    points = _crash_points(tmp_path / "-1.crash.trace", last=False)
+    _crash_and_rerun(tmp_path / "crashes", points, "--shards", "1", base=built)
+    for point in points:
+        out = tmp_path / "crashes" / str(point)
+        assert tree(out) == tree(expected), point
+        assert not list(out.rglob("*-of-00002"))
+
+
+def test_stale_shards_and_temporaries_never_survive_a_rebuild(reference, tmp_path):
+    """Files a crash of an older p3data could leave (temporaries named like shards) and shards
+    of another shard count are gone after a rebuild, and seqio reads what the stats say."""
+    built, _ = reference
+    out = tmp_path / "out"
+    shutil.copytree(built, out)
+    folder = out / "super_glue_copa_exercise"
+    (folder / ".p3data-tmp-0123abcd-train.tfrecord-00000-of-00002").write_bytes(b"x")
+    run_cache(out, *TASKS, "--shards", "1")
+    assert not list(out.rglob(".p3data-tmp-*"))
+    assert sorted(p.name for p in folder.glob("train.tfrecord-*")) == [
+        "train.tfrecord-00000-of-00001"]
+    assert _assert_seqio_reads_what_stats_say(out) == 3

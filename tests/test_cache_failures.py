@@ -1,0 +1,165 @@
+"""`p3data cache` under bad input and faults: failures stay in their dataset split, success is
+honest, bad options and folders are one line and exit 2, and the console stays readable."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from cache_helpers import cache_command, copy_samples, run_cache
+
+from p3data.cache.lock import output_lock
+from p3data.samples import sample_rows
+
+COPA = "super_glue_copa_exercise"
+RTE = "super_glue_rte_GPT_3_style"
+BOTH = f"{COPA}|{RTE}"
+
+
+def _failed_lines(result: subprocess.CompletedProcess) -> dict[str, str]:
+    return {line.split()[1].rstrip(":"): line for line in result.stdout.splitlines()
+            if line.startswith("FAILED ")}
+
+
+def _mirror(tmp_path: Path) -> tuple[Path, Path]:
+    """A mirror of copa and rte; returns (mirror, copa's folder)."""
+    mirror = tmp_path / "mirror"
+    copy_samples(mirror, "super_glue", "rte")
+    return mirror, copy_samples(mirror, "super_glue", "copa")
+
+
+@pytest.mark.parametrize("damage", ["non-utf8 jsonl", "corrupt parquet", "fake parquet"])
+def test_an_unreadable_file_fails_only_its_dataset_split(tmp_path, damage):
+    mirror, copa = _mirror(tmp_path)
+    if damage == "non-utf8 jsonl":
+        lines = (copa / "validation.jsonl").read_bytes().splitlines(keepends=True)
+        (copa / "validation.jsonl").write_bytes(b"".join(lines[:3]) + b'{"premise": "\xff"}\n')
+        where = "validation.jsonl"
+    else:
+        (copa / "validation.jsonl").unlink()
+        path = copa / "validation.parquet"
+        pq.write_table(pa.Table.from_pylist(sample_rows("super_glue", "copa", "validation")),
+                       path)
+        data = path.read_bytes()
+        path.write_bytes(data[:20] + b"\0" * 64 + data[84:] if damage == "corrupt parquet"
+                         else b"premise,choice1\nnot,parquet\n")
+        where = "validation.parquet"
+    out = tmp_path / "out"
+    result = run_cache(out, "--tasks", BOTH, data_dir=mirror, check=False)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert where in _failed_lines(result)[COPA]
+    assert not (out / COPA / "COMPLETED").exists()
+    assert (out / RTE / "COMPLETED").exists()
+
+
+def test_more_failing_rows_than_the_error_rate_fail_the_split(tmp_path):
+    mirror, copa = _mirror(tmp_path)
+    rows = (copa / "train.jsonl").read_text().splitlines()
+    broken = json.loads(rows[0])
+    del broken["premise"]
+    (copa / "train.jsonl").write_text("\n".join([json.dumps(broken), *rows[1:]]) + "\n")
+    out = tmp_path / "out"
+    result = run_cache(out, "--tasks", COPA, data_dir=mirror, check=False)
+    assert result.returncode == 1
+    line = _failed_lines(result)[COPA]
+    assert f"1 of {len(rows)} rows" in line and "maximum error rate 1.0%" in line
+    assert "premise" in line
+    assert not (out / COPA / "COMPLETED").exists()
+
+
+def test_an_empty_source_split_fails(tmp_path):
+    mirror, copa = _mirror(tmp_path)
+    (copa / "test.jsonl").write_text("")
+    out = tmp_path / "out"
+    result = run_cache(out, "--tasks", BOTH, data_dir=mirror, check=False)
+    assert result.returncode == 1
+    assert "source split 'test' has no rows (the catalog lists 500)" in _failed_lines(result)[COPA]
+    assert (out / RTE / "COMPLETED").exists()
+
+
+def test_an_unexpected_error_fails_its_dataset_split_and_keeps_the_traceback(tmp_path):
+    """A bug inside stage 1 for one dataset (injected) does not stop the other's tasks."""
+    out = tmp_path / "out"
+    inject = (
+        "import sys\n"
+        "import p3data.cache.shard_work as work\n"
+        "real = work._render_shard\n"
+        "def buggy(config, unit, *args):\n"
+        "    if unit.job.entry.subset == 'copa':\n"
+        "        raise RuntimeError('injected bug')\n"
+        "    return real(config, unit, *args)\n"
+        "work._render_shard = buggy\n"
+        "from p3data.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n")
+    command = [sys.executable, "-c", inject, *cache_command(out, "--tasks", BOTH)[1:]]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 1
+    assert "a bug in p3data" in _failed_lines(result)[COPA]
+    assert "Traceback" in result.stderr and "RuntimeError: injected bug" in result.stderr
+    assert (out / RTE / "COMPLETED").exists()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--rows-per-shard", "0"], "--rows-per-shard"),
+    (["--rows-per-shard", "-5"], "--rows-per-shard"),
+    (["--shards", "-1"], "--shards"),
+    (["--max-error-rate", "2"], "--max-error-rate"),
+    (["--splits", "nosuchsplit"], "no selected task has split 'nosuchsplit'"),
+    (["--vocab", "README.md"], "README.md is not a SentencePiece model"),
+])
+def test_bad_options_are_one_line_and_exit_2(tmp_path, args, message):
+    result = run_cache(tmp_path / "out", "--tasks", COPA, *args, check=False)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) <= 2 and message in lines[-1], result.stderr  # argparse adds a usage line
+    assert not (tmp_path / "out" / COPA).exists()
+
+
+def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = run_cache(blocker / "out", "--tasks", COPA, check=False)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and str(blocker) in result.stderr
+
+
+def test_a_second_writer_is_refused_and_told_who_writes(tmp_path):
+    out = tmp_path / "out"
+    with output_lock(str(out), command="p3data cache --mixture t0_train"):
+        result = run_cache(out, "--tasks", COPA, check=False)
+    assert result.returncode == 2
+    assert "is being written by" in result.stderr and "p3data cache --mixture t0_train" in (
+        result.stderr)
+    assert not (out / COPA).exists()
+
+
+def test_an_unreadable_manifest_means_a_rebuild(tmp_path):
+    out = tmp_path / "out"
+    run_cache(out, "--tasks", COPA)
+    manifest = out / COPA / "manifest.json"
+    good = manifest.read_bytes()
+    manifest.write_bytes(good[:40])
+    result = run_cache(out, "--tasks", COPA)
+    assert "1 to build" in result.stderr
+    assert manifest.read_bytes() == good
+
+
+def test_console_is_quiet_with_workers_and_says_more_with_verbose(tmp_path):
+    workers = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
+    long_name = "dbpedia_14_given_a_list_of_category_what_does_the_title_belong_to_score_eval"
+    quiet = run_cache(tmp_path / "quiet", "--tasks", long_name, *workers)
+    assert all(line.startswith("[p3data cache]") for line in quiet.stderr.splitlines()), (
+        quiet.stderr)
+    assert "task splits assembled" in quiet.stderr
+    assert any(line.startswith(long_name + " ") for line in quiet.stdout.splitlines())
+    command = cache_command(tmp_path / "verbose", "--tasks", long_name, *workers)
+    verbose = subprocess.run([command[0], "-v", *command[1:]], capture_output=True, text=True,
+                             timeout=600)
+    assert verbose.returncode == 0
+    assert any(not line.startswith("[p3data cache]") for line in verbose.stderr.splitlines())

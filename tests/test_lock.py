@@ -1,0 +1,141 @@
+"""The output folder's lock: one writer at a time, named when refused; taking over a dead run's."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import fsspec
+import pytest
+
+from p3data.cache.lock import Holder, LockHeldError, output_lock
+from p3data.errors import P3DataError
+
+COMMAND = "p3data cache --mixture t0_train"
+HOLD_UNTIL_STDIN_CLOSES = f"""
+import sys
+from p3data.cache.lock import output_lock
+with output_lock(sys.argv[1], command={COMMAND!r}):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def lock_holder(out: Path) -> Holder:
+    return Holder.from_json((out / ".p3data-lock").read_bytes())
+
+
+def one_line(err: pytest.ExceptionInfo) -> str:
+    message = str(err.value)
+    assert "\n" not in message
+    return message
+
+
+def test_acquire_creates_the_folder_and_release_deletes_the_lock(tmp_path):
+    out = tmp_path / "new" / "out"
+    with output_lock(str(out), command=COMMAND) as held:
+        record = json.loads((out / ".p3data-lock").read_text())
+        assert set(record) == {"owner", "host", "pid", "started", "command", "run_id"}
+        assert lock_holder(out) == held
+        assert (held.pid, held.host, held.command) == (os.getpid(), socket.gethostname(), COMMAND)
+    assert out.is_dir() and not (out / ".p3data-lock").exists()
+
+
+def test_a_second_acquire_in_this_process_names_the_holder(tmp_path):
+    with output_lock(str(tmp_path), command=COMMAND) as held:
+        with pytest.raises(LockHeldError) as err, output_lock(str(tmp_path)):
+            pytest.fail("the lock was taken twice")
+        assert lock_holder(tmp_path) == held  # the refused run left the lock alone
+    assert one_line(err) == (
+        f"{tmp_path} is being written by {held.owner}@{held.host} (pid {os.getpid()}, "
+        f"{COMMAND}) since {held.started[:10]} {held.started[11:16]} UTC; wait for it, or if "
+        "that run is dead rerun with --force to take over")
+
+
+def test_a_holder_on_another_host_is_described_as_the_brief_says(tmp_path):
+    holder = Holder(owner="alice", host="host1", pid=4242, started="2026-11-22T12:00:07+00:00",
+                    command=COMMAND, run_id="x")
+    (tmp_path / ".p3data-lock").write_bytes(holder.to_json())
+    with pytest.raises(LockHeldError) as err, output_lock(str(tmp_path)):
+        pass
+    assert one_line(err) == (
+        f"{tmp_path} is being written by alice@host1 (pid 4242, p3data cache --mixture "
+        "t0_train) since 2026-11-22 12:00 UTC; wait for it, or if that run is dead rerun with "
+        "--force to take over")
+
+
+def test_another_process_holds_then_dies_then_force_takes_over(tmp_path, caplog):
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_UNTIL_STDIN_CLOSES, str(tmp_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(LockHeldError) as err, output_lock(str(tmp_path)):
+            pass
+        assert f"is being written by {Holder.this_run().owner}@" in one_line(err)
+        assert f"(pid {holder.pid}, {COMMAND})" in str(err.value)
+    finally:
+        holder.kill()  # SIGKILL: the lock stays behind, as after a crash
+        holder.wait()
+
+    with pytest.raises(LockHeldError) as err, output_lock(str(tmp_path)):
+        pass
+    assert f"(pid {holder.pid}, {COMMAND})" in one_line(err)
+    assert "but that process is no longer running; rerun with --force to take over" in str(
+        err.value)
+
+    with caplog.at_level(logging.WARNING), output_lock(str(tmp_path), force=True) as held:
+        assert lock_holder(tmp_path).run_id == held.run_id
+    assert [r.getMessage() for r in caplog.records if f"pid {holder.pid}" in r.getMessage()]
+    assert not (tmp_path / ".p3data-lock").exists()
+
+
+def test_release_after_a_takeover_keeps_the_new_holders_lock(tmp_path):
+    with contextlib.ExitStack() as first:
+        first.enter_context(output_lock(str(tmp_path)))
+        with output_lock(str(tmp_path), force=True) as second:
+            first.close()  # the run that lost its lock ends meanwhile
+            assert lock_holder(tmp_path).run_id == second.run_id
+        assert not (tmp_path / ".p3data-lock").exists()
+
+
+def test_a_garbled_lock_is_held_and_said_to_be_unreadable(tmp_path, caplog):
+    (tmp_path / ".p3data-lock").write_text('{"owner": "al')
+    with pytest.raises(LockHeldError) as err, output_lock(str(tmp_path)):
+        pass
+    assert f"{tmp_path} is locked, but {tmp_path}/.p3data-lock is unreadable" in one_line(err)
+    assert "--force" in str(err.value)
+    with caplog.at_level(logging.WARNING), output_lock(str(tmp_path), force=True):
+        pass
+    assert any("unreadable" in r.getMessage() for r in caplog.records)
+
+
+def test_memory_filesystem(tmp_path):
+    url = f"memory://p3data-test-{uuid.uuid4().hex}/out"
+    memory = fsspec.filesystem("memory")
+    with output_lock(url) as held:
+        assert Holder.from_json(memory.cat_file(f"{url}/.p3data-lock")) == held
+        with pytest.raises(LockHeldError, match="is being written by"), output_lock(url):
+            pass
+    assert not memory.exists(f"{url}/.p3data-lock")
+
+
+def test_an_output_folder_that_cannot_be_made_is_one_clear_error(tmp_path):
+    regular = tmp_path / "notes.txt"
+    regular.write_text("not a folder")
+    with pytest.raises(P3DataError) as err, output_lock(str(regular / "out")):
+        pytest.fail("no lock can be taken here")
+    assert not isinstance(err.value, LockHeldError)
+    assert one_line(err).startswith(f"{regular / 'out'}: cannot create the output folder "
+                                    "(Not a directory)")
+    with pytest.raises(P3DataError, match="is a file, not a folder"), output_lock(str(regular)):
+        pass
+    unknown = pytest.raises(P3DataError, match="^nowhere://out: cannot lock the output folder: ")
+    with unknown, output_lock("nowhere://out"):
+        pass
