@@ -1,13 +1,20 @@
-"""The `p3data` command line: one subcommand per job (see `p3data/commands/`)."""
+"""The `p3data` command line: one subcommand per job (see `p3data/commands/`).
+
+Mistakes in what a user asks for end as one line `p3data: error: ...` and exit 2; anything
+else is a bug in p3data and keeps its traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 
 from p3data.commands import (
     cache,
+    console,
     lint,
     overlap,
     peek,
@@ -23,11 +30,22 @@ from p3data.errors import P3DataError
 
 COMMANDS = (render, tasks, cache, verify, peek, vocab, lint, validate, plan, overlap,
             report)
+BUG = ("p3data: this is a bug in p3data, not a mistake of yours: please report it with the "
+       "traceback above")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a mistake is one line (argparse prints the whole usage first)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="p3data", description="T0's prompted tasks: render, register, cache, check.")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="also show the libraries' logs (TensorFlow, absl, Beam)")
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(commands)
@@ -40,14 +58,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rest and args.command != "cache":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     args.beam_args = rest  # `p3data cache` hands unknown options to Beam
+    console.configure(args.verbose)
     try:
         return args.run(args)
-    except (P3DataError, KeyError) as err:
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"p3data: error: {message}", file=sys.stderr)
+    except P3DataError as err:
+        print(f"p3data: error: {err}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader went away, e.g. `p3data list | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second complaint
         return 0
+    except KeyboardInterrupt:
+        print("p3data: interrupted", file=sys.stderr)
+        return 130
+    except Exception:
+        traceback.print_exc()
+        print(BUG, file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

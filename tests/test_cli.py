@@ -1,10 +1,16 @@
-"""The `p3data` command line: render, list, show, and clear errors on bad input."""
+"""The `p3data` command line: render, list, show; clear errors on bad input, tracebacks for bugs."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 
-from p3data.cli import main
+import pytest
+from cache_helpers import P3DATA
+
+from p3data.cli import BUG, build_parser, main
+from p3data.commands import tasks
+from p3data.errors import P3DataError
 from p3data.samples import SAMPLES_DIR
 
 COPA = SAMPLES_DIR / "super_glue" / "copa"
@@ -63,3 +69,77 @@ def test_list_and_show(capsys):
     assert main(["show", "yelp_review_full_based_on_that"]) == 0
     out = capsys.readouterr().out
     assert "rate:      71,428" in out and "t0_train" in out and "yelp_review_full" in out
+
+
+def test_a_bug_keeps_its_traceback_and_says_to_report_it(monkeypatch, capsys):
+    def broken(args):
+        raise KeyError("some_key")  # no longer mistaken for a user's error
+
+    monkeypatch.setattr(tasks, "list_tasks", broken)
+    assert main(["list"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "KeyError: 'some_key'" in err
+    assert err.splitlines()[-1] == BUG and "p3data: error" not in err
+
+
+def test_deliberate_errors_are_one_line_with_exit_2(monkeypatch, capsys):
+    def refuses(args):
+        raise P3DataError("x.yaml: entry 3: what is wrong; what to do")
+
+    monkeypatch.setattr(tasks, "list_tasks", refuses)
+    assert main(["list"]) == 2
+    assert capsys.readouterr().err == "p3data: error: x.yaml: entry 3: what is wrong; what to do\n"
+
+
+def test_a_reader_that_goes_away_is_no_error():
+    lister = subprocess.Popen([P3DATA, "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lister.stdout.close()  # like `p3data list | head -0`
+    assert lister.stderr.read() == b""
+    assert lister.wait(timeout=120) == 0
+
+
+def test_verbose_is_counted_before_the_subcommand(capsys):
+    args, _ = build_parser().parse_known_args(["-vv", "list"])
+    assert args.verbose == 2 and build_parser().parse_args(["list"]).verbose == 0
+    assert main(["-v", "list", "--mixture", "t0_train_one_og_prompt"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 35
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["vocab", "--out", "v.model", "--size", "0"], "argument --size: expected a whole number"),
+    (["peek", "cache", "task", "-n", "x"], "argument -n: expected a whole number"),
+    (["report", "cache", "--out", "r.html", "--max-records", "-1"],
+     "argument --max-records: expected a whole number"),
+    (["report", "cache", "--out", "r.html", "--lengths", "1024"], "argument --lengths: lengths"),
+    (["plan", "t0_train", "--steps", "0", "--batch-size", "8"],
+     "argument --steps: expected a whole number"),
+    (["overlap", "--train", "t0_train", "--eval", "t0_eval_score_eval", "--n", "0"],
+     "argument --n: expected a whole number"),
+    (["validate", "--samples", "--max-rows", "0"], "argument --max-rows: expected a whole number"),
+    (["validate", "--samples", "--max-drop-rate", "1.5"],
+     "argument --max-drop-rate: expected a rate between 0 and 1, not '1.5'"),
+    (["validate", "--samples", "--max-truncated-rate", "nan"],
+     "argument --max-truncated-rate: expected a rate between 0 and 1"),
+])
+def test_numeric_options_are_checked_before_any_work(capsys, args, expected):
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    assert exit_.value.code == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_vocab_size_sentencepiece_refuses_is_one_line(tmp_path, capsys):
+    assert main(["vocab", "--out", str(tmp_path / "v.model"), "--size", "50"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("p3data: error: --size 50: SentencePiece cannot train") and \
+        "Vocabulary size is smaller than required_chars" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "v.model").exists()
+
+
+def test_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys):
+    folder = tmp_path / "a folder"
+    folder.mkdir()
+    assert main(["overlap", "--train", "t0_train_one_og_prompt", "--eval", "t0_eval_score_eval",
+                 "--samples", "--max-rows", "2", "--exclude-out", str(folder)]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"p3data: error: {folder}: cannot write it (Is a directory)\n")

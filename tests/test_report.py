@@ -1,4 +1,5 @@
-"""`p3data report`: a built cache as HTML (checked in headless Chromium) and Markdown."""
+"""`p3data report`: a built cache as HTML (checked in headless Chromium) and Markdown;
+broken tasks are named warnings, not tracebacks."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from cache_helpers import P3DATA, run_cache
+
+from p3data.cli import main
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -53,3 +56,42 @@ def test_page_renders_with_plots_and_tables_in_chromium(report, tmp_path):
     subprocess.run([CHROMIUM, *flags, "--window-size=1280,1600", f"--screenshot={shot}",
                     out.as_uri()], capture_output=True, timeout=120)
     assert shot.stat().st_size > 20_000  # a page with content, not a blank one
+
+
+
+def test_broken_tasks_are_named_warnings_and_the_rest_is_reported(report, tmp_path, capsys):
+    root = Path(shutil.copytree(report[0], tmp_path / "cache"))
+    shard = sorted(root.glob("*/train.tfrecord-00000-of-00001"))[0]
+    data = bytearray(shard.read_bytes())
+    data[100] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    manifest = next(path for path in sorted(root.glob("*/manifest.json"))
+                    if path.parent != shard.parent)
+    manifest.write_bytes(manifest.read_bytes()[:60])  # cut mid-way
+    out = tmp_path / "report.html"
+    assert main(["report", str(root), "--out", str(out)]) == 1
+    captured = capsys.readouterr()
+    corrupt, unreadable = captured.err.splitlines()
+    assert corrupt == (f"warning: {shard}: record 0 payload fails its CRC; task left out "
+                       "(check the cache with p3data verify)")
+    assert unreadable.startswith(f"warning: {manifest}: not a readable manifest (")
+    assert unreadable.endswith("); left out")
+    healthy = {path.parent.name for path in root.glob("*/COMPLETED")} - {
+        shard.parent.name, manifest.parent.name}
+    markdown = out.with_suffix(".md").read_text()
+    assert {name for name in healthy if f"| {name} |" in markdown} == healthy
+    assert f"| {shard.parent.name} |" not in markdown
+    assert captured.out.startswith(f"{len(healthy)} tasks, ")
+
+
+def test_no_cache_there_is_one_error_line(tmp_path, capsys):
+    out = tmp_path / "report.html"
+    assert main(["report", str(tmp_path / "nope"), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (f"p3data: error: {tmp_path / 'nope'}: no such cache "
+                                       f"folder; build one with p3data cache --output-dir "
+                                       f"{tmp_path / 'nope'}\n")
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty"), "--out", str(out)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"p3data: error: {tmp_path / 'empty'}: no task folders in it")
+    assert not out.exists()

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from p3data.commands.options import add_data_options, positive_int
+from p3data.commands.options import add_data_options, positive_int, writing
 
 
 def run(args: argparse.Namespace) -> int:
@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
           else format_report(report))
     if args.exclude_out:
         rows = exclusions(report)
-        with open(args.exclude_out, "w", encoding="utf-8") as out:
+        with writing(args.exclude_out), open(args.exclude_out, "w", encoding="utf-8") as out:
             out.writelines(json.dumps(row) + "\n" for row in rows)
         print(f"wrote {len(rows)} training rows to exclude to {args.exclude_out}",
               file=sys.stderr)

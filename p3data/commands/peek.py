@@ -4,40 +4,101 @@ from __future__ import annotations
 
 import argparse
 
+from p3data.commands import console
+from p3data.commands.options import cache_root, positive_int
+from p3data.errors import P3DataError
+
 
 def run(args: argparse.Namespace) -> int:
+    from p3data import t0
+    from p3data.commands.tasks import task_named
+
+    root = cache_root(args.cache_dir)
+    task_named(t0.load_definitions(), args.task)
+    folder = cached_task_folder(root, args.task, args.split)
+    console.import_tensorflow(args.verbose)
     import seqio
+    import tensorflow as tf
 
     import p3data.tasks  # noqa: F401 - registers the tasks
     from p3data.vocab import set_vocabulary
 
     if args.vocab:
         set_vocabulary(args.vocab)
-    seqio.add_global_cache_dirs([args.cache_dir])
+    seqio.add_global_cache_dirs([root])
     task = seqio.get_mixture_or_task(args.task)
     dataset = task.get_dataset(None, split=args.split, shuffle=False, use_cached=True,
                                try_in_mem_cache=False)
-    for number, example in enumerate(dataset.take(args.n).as_numpy_iterator()):
-        print(f"--- {args.task} [{args.split}] example {number}")
-        for key in sorted(example):
-            value = example[key]
-            if key.endswith("_pretokenized"):
-                print(f"{key}: {value.decode()!r}")
-            elif getattr(value, "dtype", None) is not None and value.dtype.kind == "O":
-                print(f"{key}: {[v.decode() for v in value]}")
-            else:
-                shown = value.tolist()
-                if isinstance(shown, list) and len(shown) > 12:
-                    shown = f"{shown[:6]} ... {shown[-3:]} ({len(shown)} ids)"
-                print(f"{key}: {shown}")
+    try:
+        for number, example in enumerate(dataset.take(args.n).as_numpy_iterator()):
+            print_example(example, f"--- {args.task} [{args.split}] example {number}")
+    except tf.errors.DataLossError:
+        damage = first_damage(folder, args.split)
+        if damage is None:
+            raise
+        raise P3DataError(f"{damage}; check the cache with p3data verify {root}") from None
     return 0
+
+
+def cached_task_folder(root: str, task: str, split: str) -> str:
+    """The task's folder in the cache at `root`, or an error saying why seqio could not read
+    its `split` there and what to do."""
+    from p3data.cache import fs, layout
+
+    folder = layout.task_dir(root, task)
+    if not fs.exists(fs.join(folder, layout.COMPLETED)):
+        if fs.listdir(fs.join(folder, "*")):
+            raise P3DataError(f"{folder}: task {task} is incomplete (no {layout.COMPLETED}): "
+                              f"rerun the p3data cache command that writes {root} to finish it")
+        if fs.exists(fs.join(layout.task_dir(root, task, p3_layout=True), layout.COMPLETED)):
+            raise P3DataError(f"{root}: a cache in P3's layout; peek {fs.join(root, 'data')}")
+        raise P3DataError(f"{root}: task {task} is not in this cache; build it with "
+                          f"p3data cache --output-dir {root} --tasks {task}")
+    splits = sorted(path.rsplit("/", 1)[1].removeprefix("info.").removesuffix(".json")
+                    for path in fs.listdir(fs.join(folder, "info.*.json")))
+    if split not in splits:
+        raise P3DataError(f"{folder}: no split {split!r} cached; pass --split with one of: "
+                          f"{', '.join(splits) or 'none'}")
+    return folder
+
+
+def first_damage(folder: str, split: str) -> str | None:
+    """Where the split's shards are truncated or fail their checksums (TensorFlow's error
+    names no file), or None when they are sound."""
+    from p3data.cache import fs
+    from p3data.cache.tfrecord import CorruptRecordError, read_records
+
+    for path in fs.listdir(fs.join(folder, f"{split}.tfrecord-*")):
+        try:
+            with fs.open_read(path) as handle:
+                for _ in read_records(handle, path):
+                    pass
+        except CorruptRecordError as err:
+            return str(err)
+    return None
+
+
+def print_example(example: dict, heading: str) -> None:
+    """Every feature on a line: texts quoted, long id lists shortened."""
+    print(heading)
+    for key in sorted(example):
+        value = example[key]
+        if key.endswith("_pretokenized"):
+            print(f"{key}: {value.decode()!r}")
+        elif getattr(value, "dtype", None) is not None and value.dtype.kind == "O":
+            print(f"{key}: {[v.decode() for v in value]}")
+        else:
+            shown = value.tolist()
+            if isinstance(shown, list) and len(shown) > 12:
+                shown = f"{shown[:6]} ... {shown[-3:]} ({len(shown)} ids)"
+            print(f"{key}: {shown}")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     peek = commands.add_parser("peek", help="print a few cached examples, read by stock seqio")
-    peek.add_argument("cache_dir")
-    peek.add_argument("task")
-    peek.add_argument("--split", default="train")
-    peek.add_argument("-n", type=int, default=2, help="how many examples")
+    peek.add_argument("cache_dir", metavar="CACHE_DIR", help="cache root (local or gs://)")
+    peek.add_argument("task", metavar="TASK", help="a task name, e.g. super_glue_copa_exercise")
+    peek.add_argument("--split", default="train", help="task split to read (default: train)")
+    peek.add_argument("-n", type=positive_int, default=2, help="how many examples (default 2)")
     peek.add_argument("--vocab", help="SentencePiece model the cache was built with")
     peek.set_defaults(run=run)

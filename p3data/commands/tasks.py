@@ -23,13 +23,22 @@ def list_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
+def task_named(definitions: t0.T0Definitions, name: str) -> t0.TaskSpec:
+    """The task called `name`, or an error suggesting the names it may be a typo of."""
+    spec = definitions.tasks.get(name)
+    if spec is not None:
+        return spec
+    if name in definitions.mixtures:
+        raise P3DataError(f"{name!r} is a mixture, not a task; its tasks: "
+                          f"p3data list --mixture {name}")
+    close = difflib.get_close_matches(name, definitions.tasks, n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; see p3data list"
+    raise P3DataError(f"no task named {name!r}{hint}")
+
+
 def show_task(args: argparse.Namespace) -> int:
     definitions = t0.load_definitions()
-    spec = definitions.tasks.get(args.task)
-    if spec is None:
-        close = difflib.get_close_matches(args.task, definitions.tasks, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise P3DataError(f"no task named {args.task!r}{hint}")
+    spec = task_named(definitions, args.task)
     template, entry = spec.template, spec.entry
     features = ["inputs: int32 [None] (prompt token ids, no EOS)",
                 "targets: int32 [None] (token ids + EOS)",

@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
 
-from p3data.commands.options import add_data_options
-
-if TYPE_CHECKING:
-    from p3data.quality.validate import Lengths
+from p3data.commands.options import add_data_options, rate, token_lengths
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,22 +34,6 @@ def run(args: argparse.Namespace) -> int:
     return 1 if violations else 0
 
 
-def _lengths(text: str) -> Lengths:
-    from p3data.quality.validate import Lengths
-
-    try:
-        return Lengths.parse(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def _rate(text: str) -> float:
-    value = float(text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1, not {text}")
-    return value
-
-
 def register(commands: argparse._SubParsersAction) -> None:
     validate = commands.add_parser(
         "validate", help="render and tokenize real rows: drops, labels, duplicates, lengths")
@@ -65,7 +45,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     validate.add_argument("--json", action="store_true", help="print JSON instead of a table")
     validate.add_argument("--split", help="task split to read (default: train; validation for "
                                           "score-eval tasks)")
-    validate.add_argument("--lengths", type=_lengths, default="1024,256", metavar="IN,TGT",
+    validate.add_argument("--lengths", type=token_lengths, default="1024,256", metavar="IN,TGT",
                           help="T0's token lengths; targets count their EOS (default 1024,256)")
     validate.add_argument("--vocab", metavar="FILE.model",
                           help="SentencePiece model (default: the offline sample vocabulary; "
@@ -73,6 +53,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     for name, what in (("drop", "rows dropped by the template"),
                        ("truncated", "kept examples cut by --lengths"),
                        ("off-choice", "targets outside the answer choices")):
-        validate.add_argument(f"--max-{name}-rate", type=_rate, metavar="RATE",
+        validate.add_argument(f"--max-{name}-rate", type=rate, metavar="RATE",
                               help=f"fail (exit 1) when a task's rate of {what} is higher")
     validate.set_defaults(run=run)

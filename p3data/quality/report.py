@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import io
-import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -21,8 +20,9 @@ import numpy as np
 
 from p3data import __version__, t0
 from p3data.cache import fs, layout
-from p3data.cache.tfrecord import read_records
+from p3data.cache.tfrecord import CorruptRecordError, read_records
 from p3data.cache.verify import task_folders
+from p3data.errors import P3DataError
 from p3data.quality.validate import Lengths
 
 INPUTS_COLOR, TARGETS_COLOR, LIMIT_COLOR = "#3b6ea8", "#d9822b", "#c0392b"
@@ -207,6 +207,8 @@ def _split_counts(split: str, record: dict) -> SplitCounts:
 
 
 def read_task(folder: str, manifest: dict, split: str, max_records: int) -> TaskReport:
+    """A task's counts, and token lengths of its `split`; a `KeyError` when the manifest lacks
+    a field, a `CorruptRecordError` or `OSError` when a shard cannot be read."""
     splits = [_split_counts(name, record) for name, record in sorted(manifest["splits"].items())]
     lengths = None
     record = manifest["splits"].get(split)
@@ -240,20 +242,43 @@ def _examples_rate(task: TaskReport) -> int | None:
 
 def collect(root: str, split: str, lengths: Lengths, max_records: int,
             definitions: t0.T0Definitions) -> CacheReport:
-    """Everything the report shows, read from the cache at `root`."""
+    """Everything the report shows, read from the cache at `root`. A task folder that cannot
+    be read is a problem of its own: the report goes on with the other tasks."""
+    folders = task_folders(root)
+    if not folders:
+        raise P3DataError(f"{root}: no task folders in it (none holds a {layout.MANIFEST} or "
+                          f"{layout.COMPLETED}); pass the cache's root folder")
     tasks, problems = [], []
-    for folder in task_folders(root):
-        manifest_path = fs.join(folder, layout.MANIFEST)
-        if not fs.exists(manifest_path):
-            problems.append(f"{folder}: no {layout.MANIFEST} (not built by p3data); left out")
-            continue
-        if not fs.exists(fs.join(folder, layout.COMPLETED)):
-            problems.append(f"{folder}: no {layout.COMPLETED}: the task is not complete")
-        manifest = json.loads(fs.read_bytes(manifest_path))
-        tasks.append(read_task(folder, manifest, split, max_records))
+    for folder in folders:
+        task, found = read_folder(folder, split, max_records)
+        problems += found
+        if task is not None:
+            tasks.append(task)
     tasks.sort(key=lambda task: task.task)
     return CacheReport(root, split, lengths, max_records, tasks,
                        mixture_shares(definitions, tasks), problems)
+
+
+def read_folder(folder: str, split: str, max_records: int) -> tuple[TaskReport | None, list[str]]:
+    """A task folder's report (None: left out) and the problems found reading it."""
+    problems = []
+    if not fs.exists(fs.join(folder, layout.COMPLETED)):
+        problems.append(f"{folder}: no {layout.COMPLETED}: the task is not complete")
+    manifest_path = fs.join(folder, layout.MANIFEST)
+    if not fs.exists(manifest_path):
+        return None, [*problems, f"{folder}: no {layout.MANIFEST} (not built by p3data); left out"]
+    try:
+        return read_task(folder, layout.read_manifest(folder), split, max_records), problems
+    except layout.ManifestError as err:
+        problems.append(f"{err}; left out")
+    except KeyError as err:
+        problems.append(f"{manifest_path}: no field {err} (written by another version of "
+                        "p3data?); left out")
+    except CorruptRecordError as err:
+        problems.append(f"{err}; task left out (check the cache with p3data verify)")
+    except OSError as err:  # a shard the manifest lists is missing or unreadable
+        problems.append(f"{folder}: a {split} shard cannot be read ({err}); task left out")
+    return None, problems
 
 
 # Plots: matplotlib figures, without pyplot's global state, as inline SVG.
