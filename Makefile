@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.p3data-installed
-# TensorFlow logs every start-up detail to stderr; keep warnings and errors only.
-export TF_CPP_MIN_LOG_LEVEL := 2
+# TensorFlow logs every start-up detail to stderr: the tests and benchmarks keep warnings and
+# errors only (p3data's own commands quiet it themselves; `p3data -v` brings it back).
+test bench: export TF_CPP_MIN_LOG_LEVEL := 2
 
 .PHONY: install test lint demo bench vocab clean
 DEMO_DIR ?= demo_output
@@ -48,6 +49,7 @@ bench: install
 	$(PY) benchmarks/cache_vs_stock.py
 	$(PY) benchmarks/cache_memory.py
 	$(PY) benchmarks/cache_scaling.py
+	$(PY) benchmarks/row_schema.py
 
 # Retrain the offline sample vocabulary after changing samples or templates.
 vocab: install
