@@ -79,9 +79,30 @@ class TaskSpec:
 
 @dataclass(frozen=True)
 class MixtureSpec:
+    """A T0 mixture: its tasks, and the one rule that weighs them.
+
+    Training mixtures weigh a task by its cap (T0's `train_size` rule, fixed when the task is
+    defined); the others by the examples its cache holds, at most 500,000, which is what
+    seqio's `mixing_rate_num_examples(maximum=500_000)` computes from the cache's stats.
+    """
+
     name: str
     tasks: tuple[str, ...]
-    rate_by_cap: bool  # True: rate = task cap; False: examples in the cache, at most 500k
+    rate_by_cap: bool
+
+    RATE_RULE_BY_CAP = "T0's cap"
+    RATE_RULE_BY_EXAMPLES = f"examples in the split, at most {MAX_EXAMPLES_PER_DATASET:,}"
+
+    def rate(self, task: TaskSpec, examples: int | None = None) -> int | None:
+        """`task`'s rate in this mixture; `examples` are those its cache holds (needed only by
+        mixtures weighed by examples: None then means the rate is not known yet)."""
+        if self.rate_by_cap:
+            return task.cap
+        return None if examples is None else min(examples, MAX_EXAMPLES_PER_DATASET)
+
+    @property
+    def rate_rule(self) -> str:
+        return self.RATE_RULE_BY_CAP if self.rate_by_cap else self.RATE_RULE_BY_EXAMPLES
 
 
 @dataclass(frozen=True)
@@ -89,9 +110,9 @@ class T0Definitions:
     tasks: dict[str, TaskSpec]
     mixtures: dict[str, MixtureSpec]
 
-    def rate(self, mixture: str, task: str) -> int | None:
-        """A training mixture's rate for one task (None: decided by example counts)."""
-        return self.tasks[task].cap if self.mixtures[mixture].rate_by_cap else None
+    def rate(self, mixture: str, task: str, examples: int | None = None) -> int | None:
+        """`MixtureSpec.rate` of one task of one mixture, by name."""
+        return self.mixtures[mixture].rate(self.tasks[task], examples)
 
 
 def _is_original(template: Template) -> bool:

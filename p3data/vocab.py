@@ -39,7 +39,7 @@ def vocabulary_path() -> str:
 
 def read_vocabulary(path: str | None = None) -> bytes:
     """The SentencePiece model's bytes (local path or any filesystem Beam knows, e.g. gs://)."""
-    from p3data.cache import fs
+    from p3data import fs
 
     path = path or vocabulary_path()
     try:

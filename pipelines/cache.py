@@ -1,29 +1,35 @@
-"""The cache builder's Beam graph.
+"""The cache builder's Beam graph and its driver.
 
     units --Reshuffle--> render+tokenize each source shard (stage 1, parallel over shards)
           --GroupByKey (task, split)--> assemble output shards, info, stats (stage 2)
           --GroupByKey task--> manifest, then COMPLETED (only if every split is complete)
 
 Each stage skips what a previous run already finished with the same settings, so a rerun
-after a crash redoes only the missing shards. Run it through `p3data cache`, or directly:
-
-    python -m p3data.pipelines.cache --mixture t0_train --output-dir gs://bucket/p3 \\
-        --runner=DataflowRunner --project=... --region=... --setup_file=./setup.py
+after a crash redoes only the missing shards. `run_cache` drives a run: it locks the output
+folder, plans, withdraws what will be rebuilt, runs the graph on any Beam runner, and collects
+each task's verdict. `p3data cache` is its command line.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TextIO
 
 import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
 
-from p3data.cache import fs
-from p3data.cache.finalize import finalize_split, finalize_task
-from p3data.cache.plan import CacheConfig, CachePlan, TaskInfo, WorkUnit
+from p3data import fs
+from p3data.cache.finalize import finalize_split, finalize_task, withdraw, write_p3_index
+from p3data.cache.lock import output_lock
+from p3data.cache.plan import CacheConfig, CachePlan, TaskInfo, WorkUnit, build_plan
+from p3data.cache.progress import Progress
 from p3data.cache.shard_work import process_unit
-from p3data.cache.tokenize import Tokenizer
+from p3data.cache.summary import RunResult
+from p3data.format.work import SplitSummary, TaskStatus, UnitMarker, read_record, write_record
+from p3data.t0 import TaskSpec
+from p3data.tokenize import Tokenizer
 
 
 class RenderShard(beam.DoFn):
@@ -39,18 +45,17 @@ class RenderShard(beam.DoFn):
     def process(self, unit: WorkUnit) -> Iterator[tuple[tuple[str, str], int]]:
         for key in process_unit(self.config, unit, self.tokenizer):
             yield key, unit.index
-        marker = {"rows": unit.rows, "key": unit.key}
-        fs.write_bytes(self.config.work.unit_marker(unit.name), json.dumps(marker).encode())
+        write_record(self.config.workdir.unit_marker(unit.name), UnitMarker(unit.rows, unit.key))
 
 
 class AssembleSplit(beam.DoFn):
     def __init__(self, config: CacheConfig, tasks: dict[str, TaskInfo]):
         self.config, self.tasks = config, tasks
 
-    def process(self, element) -> Iterator[tuple[str, dict]]:
+    def process(self, element) -> Iterator[tuple[str, SplitSummary]]:
         (task, split), _ = element
         summary = finalize_split(self.config, self.tasks[task], split)
-        fs.write_bytes(self.config.work.assembled(task, split), b"{}")
+        fs.write_bytes(self.config.workdir.assembled(task, split), b"{}")
         yield task, summary
 
 
@@ -58,11 +63,10 @@ class CompleteTask(beam.DoFn):
     def __init__(self, config: CacheConfig, tasks: dict[str, TaskInfo]):
         self.config, self.tasks = config, tasks
 
-    def process(self, element) -> Iterator[str]:
+    def process(self, element: tuple[str, Iterable[SplitSummary]]) -> Iterator[str]:
         task, summaries = element
         status = finalize_task(self.config, self.tasks[task], list(summaries))
-        verdict = {"failed": status.get("failed", ""), "tracebacks": status.get("tracebacks", [])}
-        fs.write_bytes(self.config.work.task_status(task), json.dumps(verdict).encode())
+        write_record(self.config.workdir.task_status(task), status)
         yield task
 
 
@@ -80,11 +84,60 @@ def build(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from p3data.cli import main as cli_main
+def run_cache(config: CacheConfig, specs: Sequence[TaskSpec], *, splits: Sequence[str] = (),
+              pipeline_args: Sequence[str] = (), force: bool = False,
+              progress_every: float = 10.0, out: TextIO = sys.stderr) -> RunResult:
+    """Build the caches of `specs`; every failure is in the result, none is raised."""
+    start = time.monotonic()
+    command = " ".join(["p3data cache", *sys.argv[2:]])
+    with output_lock(config.output_dir, force=force, command=command):
+        swept = fs.sweep_temporaries(config.output_dir)
+        plan = build_plan(config, specs, splits)
+        result = RunResult(plan, failed=dict(plan.failed), tracebacks=list(plan.tracebacks))
+        _announce(plan, len(specs), swept, out)
+        for info in plan.tasks.values():
+            withdraw(config, info)
+        if plan.units:
+            _run_pipeline(plan, pipeline_args, progress_every, out)
+        for task in plan.tasks:
+            status = read_record(config.workdir.task_status(task), TaskStatus) or TaskStatus(
+                "the pipeline ended without finishing this task")
+            if status.failed:
+                result.failed[task] = status.failed
+                result.tracebacks += status.tracebacks
+            else:
+                result.built.append(task)
+        if config.p3_layout:
+            write_p3_index(config.output_dir)
+        if result.ok:
+            fs.delete_tree(config.workdir.root)
+    result.seconds = time.monotonic() - start
+    return result
 
-    return cli_main(["cache", *(sys.argv[1:] if argv is None else argv)])
+
+def _announce(plan: CachePlan, selected: int, swept: int, out: TextIO) -> None:
+    units = len(plan.units)
+    resumed = (f"; {len(plan.resumed):,} of them ({plan.resumed_rows:,} rows) done by an "
+               f"earlier run" if plan.resumed else "")
+    failed = f", {len(plan.failed)} cannot be built (listed at the end)" if plan.failed else ""
+    print(f"[p3data cache] {selected} tasks: {len(plan.tasks)} to build ({units:,} source "
+          f"shards, {plan.rows + plan.resumed_rows:,} rows{resumed}), {len(plan.done)} already "
+          f"complete{failed}", file=out, flush=True)
+    if swept:
+        print(f"[p3data cache] removed {swept} temporary files left by an interrupted run",
+              file=out)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _run_pipeline(plan: CachePlan, pipeline_args: Sequence[str], progress_every: float,
+                  out: TextIO) -> None:
+    work = plan.config.workdir
+    todo = {work.unit_marker(u.name): u.rows for u in plan.units if u.name not in plan.resumed}
+    fs.delete([path for path in fs.glob(work.unit_markers) if path in todo])
+    fs.delete_tree(work.assembled_root)
+    options = PipelineOptions(list(pipeline_args) or ["--runner=DirectRunner"])
+    with Progress(unit_markers=work.unit_markers, todo=todo,
+                  assembled_markers=work.assembled_markers, splits=plan.task_splits,
+                  interval=progress_every, stream=out):
+        pipeline = beam.Pipeline(options=options)
+        build(pipeline, plan)
+        pipeline.run().wait_until_finish()

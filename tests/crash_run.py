@@ -10,7 +10,7 @@ operation. `rerun`: a child finishes each OUTPUTS/K with `--force` (the dead run
 left behind, as after a real kill -9). This process imports p3data and Beam once and forks a
 child per point, so a crash costs a fraction of a second.
 
-File operations are Beam's `FileSystems.create`, `rename` and `delete`, which is how p3data
+File operations are fsspec's local `open` for writing, `mv` and `rm`, which is how p3data
 starts, commits and removes every file of a cache; a child writes those it ran to
 OUTPUTS/K.<mode>.trace as `[operation, path]`, its output to OUTPUTS/K.<mode>.log and its exit
 code to OUTPUTS/K.<mode>.code. The DirectRunner's default mode runs the workers inside the
@@ -25,24 +25,30 @@ import shutil
 import sys
 from pathlib import Path
 
-from apache_beam.io.filesystems import FileSystems
+from fsspec.implementations.local import LocalFileSystem
 
 from p3data.cli import main as cli
 
+OPERATIONS = {"_open": "create", "mv": "rename", "rm": "delete"}
 
-def _intercept(name: str, trace, crash_at: int, counter: list[int]) -> None:
-    original = getattr(FileSystems, name)
 
-    def operation(*args, **kwargs):
+def _intercept(method: str, trace, crash_at: int, counter: list[int]) -> None:
+    original = getattr(LocalFileSystem, method)
+    name = OPERATIONS[method]
+
+    def operation(self, *args, **kwargs):
+        mode = kwargs.get("mode", args[1] if len(args) > 1 else "rb")
+        if name == "create" and not set(mode) & set("wxa"):
+            return original(self, *args, **kwargs)  # reading is not an operation
         if counter[0] == crash_at:
             trace.flush()
             os._exit(137)  # no cleanup, no finally: what kill -9 leaves
         counter[0] += 1
-        paths = args[-1] if name == "rename" else args[0]
-        trace.write(json.dumps([name, paths if isinstance(paths, str) else list(paths)]) + "\n")
-        return original(*args, **kwargs)
+        path = args[1] if name == "rename" else args[0]
+        trace.write(json.dumps([name, path if isinstance(path, str) else list(path)]) + "\n")
+        return original(self, *args, **kwargs)
 
-    setattr(FileSystems, name, staticmethod(operation))
+    setattr(LocalFileSystem, method, operation)
 
 
 def _child(out: Path, mode: str, crash_at: int, cache_args: list[str]) -> None:
@@ -52,8 +58,8 @@ def _child(out: Path, mode: str, crash_at: int, cache_args: list[str]) -> None:
     os.dup2(log.fileno(), 2)
     trace = open(f"{out}.{mode}.trace", "w", encoding="utf-8")  # noqa: SIM115
     counter = [0]
-    for name in ("create", "rename", "delete"):
-        _intercept(name, trace, crash_at, counter)
+    for method in OPERATIONS:
+        _intercept(method, trace, crash_at, counter)
     code = cli(["cache", "--output-dir", str(out), *force, *cache_args])
     trace.close()
     sys.stdout.flush()

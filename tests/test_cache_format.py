@@ -10,9 +10,9 @@ import pytest
 import seqio
 import tensorflow as tf
 
-from p3data.cache.example import encode_example
-from p3data.cache.tfrecord import CorruptRecordError, read_records, write_records
-from p3data.cache.tokenize import Tokenizer, with_extra_ids
+from p3data.format.example import encode_example
+from p3data.format.tfrecord import CorruptRecordError, read_records, write_records
+from p3data.tokenize import Tokenizer, with_extra_ids
 from p3data.vocab import SAMPLE_VOCAB
 
 FEATURES = [
@@ -78,7 +78,7 @@ def test_tokenizer_gives_seqios_ids():
 
 
 def test_fast_entries_equal_the_general_encoder():
-    from p3data.cache.example import encode_entries, ids_entry, text_entry
+    from p3data.format.example import encode_entries, ids_entry, text_entry
 
     assert text_entry("inputs_pretokenized", "héllo") + ids_entry("inputs", [3, 70000]) == \
         encode_entries({"inputs": [3, 70000], "inputs_pretokenized": "héllo"})

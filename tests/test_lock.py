@@ -136,6 +136,6 @@ def test_an_output_folder_that_cannot_be_made_is_one_clear_error(tmp_path):
                                     "(Not a directory)")
     with pytest.raises(P3DataError, match="is a file, not a folder"), output_lock(str(regular)):
         pass
-    unknown = pytest.raises(P3DataError, match="^nowhere://out: cannot lock the output folder: ")
+    unknown = pytest.raises(P3DataError, match="^nowhere://out: cannot use this filesystem")
     with unknown, output_lock("nowhere://out"):
         pass

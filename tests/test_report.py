@@ -74,7 +74,7 @@ def test_broken_tasks_are_named_warnings_and_the_rest_is_reported(report, tmp_pa
     corrupt, unreadable = captured.err.splitlines()
     assert corrupt == (f"warning: {shard}: record 0 payload fails its CRC; task left out "
                        "(check the cache with p3data verify)")
-    assert unreadable.startswith(f"warning: {manifest}: not a readable manifest (")
+    assert unreadable.startswith(f"warning: {manifest}: not valid JSON (")
     assert unreadable.endswith("); left out")
     healthy = {path.parent.name for path in root.glob("*/COMPLETED")} - {
         shard.parent.name, manifest.parent.name}

@@ -1,7 +1,8 @@
-"""Building seqio caches: files in seqio's exact format, written shard by shard, resumable.
+"""The cache builder's stages, free of Beam: each a plain function over work units.
 
-The data flow: `units` (which source shards to process) -> `shard_work` (render all templates
-of a dataset over one source shard, tokenize in batches, write one part file per task) ->
-`finalize` (parts -> output shards, info/stats JSON, manifest, COMPLETED last).
-The Beam graph that runs these steps lives in `pipelines/cache.py`.
+`plan` (which source shards to process, what is done) -> `shard_work` (stage 1: render all
+templates of a dataset over one source shard, tokenize in batches, write one part per task) ->
+`finalize` (stage 2: parts -> output shards, info/stats JSON, manifest, COMPLETED last);
+`lock`, `progress` and `summary` serve the driver; `verify` checks a built cache. The Beam
+graph and the driver that run the stages live in `pipelines/cache.py`.
 """

@@ -15,30 +15,34 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 
-from p3data import __version__
-from p3data.cache import fs, layout, parts
-from p3data.cache.example import encode_entries, wrap_entries
+from p3data import __version__, fs
 from p3data.cache.plan import CacheConfig, TaskInfo, template_digest
-from p3data.cache.tfrecord import frame, read_frames, read_records
+from p3data.format import layout, work
+from p3data.format.example import encode_entries, wrap_entries
+from p3data.format.features import IDX, task_features
+from p3data.format.manifest import (
+    Manifest,
+    SplitRecord,
+    TemplateRecord,
+    VocabularyRecord,
+    read_manifest,
+    write_manifest,
+)
+from p3data.format.tfrecord import frame, read_frames, read_records
+from p3data.format.work import SplitSummary, TaskStatus
 from p3data.templates.render import RENDER_ERROR
 
 EXAMPLES_PER_SHARD = 10_000  # with --shards unset: about one output shard per 10k examples
 MAX_AUTO_SHARDS = 64  # seqio's --min_shards default: enough for 64 reading hosts
 
 
-def features(info: TaskInfo) -> dict[str, dict]:
+def info_features(info: TaskInfo) -> dict[str, dict]:
     """`info.<split>.json` features, as seqio's writer derives them from an example."""
-    seq_int = {"dtype": "int32", "shape": [None]}
-    text = {"dtype": "string", "shape": []}
-    spec = {"inputs": seq_int, "inputs_pretokenized": text,
-            "targets": seq_int, "targets_pretokenized": text}
-    if info.spec.score_eval:
-        spec.update(idx=seq_int, is_correct={"dtype": "bool", "shape": []},
-                    weight={"dtype": "float32", "shape": []})
-    elif info.spec.template.answer_choices is not None:
-        spec["answer_choices"] = {"dtype": "string", "shape": [None]}
-    return spec
+    features = task_features(score_eval=info.spec.score_eval,
+                             with_choices=info.spec.template.answer_choices is not None)
+    return {name: feature.info for name, feature in features.items()}
 
 
 def shard_count(config: CacheConfig, examples: int) -> int:
@@ -53,17 +57,15 @@ def _task_folder(config: CacheConfig, task: str) -> str:
     return layout.task_dir(config.output_dir, task, config.p3_layout)
 
 
-def _reusable_summary(config: CacheConfig, info: TaskInfo, split: str) -> dict | None:
+def _reusable_record(config: CacheConfig, info: TaskInfo, split: str) -> SplitRecord | None:
     """A split an earlier run of this build assembled, with its files still in place."""
-    try:
-        summary = json.loads(fs.read_bytes(config.work.split_summary(info.spec.name, split)))
-    except (OSError, ValueError):
+    summary = work.read_record(config.workdir.split_summary(info.spec.name, split), SplitSummary)
+    if summary is None or summary.record is None or summary.fingerprint != info.fingerprint:
         return None
     folder = _task_folder(config, info.spec.name)
-    if summary.get("fingerprint") != info.fingerprint or not all(
-            fs.exists(fs.join(folder, name)) for name in summary.get("files", {})):
+    if not all(fs.exists(fs.join(folder, name)) for name in summary.record.files):
         return None
-    return summary
+    return summary.record
 
 
 def withdraw(config: CacheConfig, info: TaskInfo) -> None:
@@ -74,7 +76,7 @@ def withdraw(config: CacheConfig, info: TaskInfo) -> None:
     if not present:
         return
     keep = {name for split in info.splits
-            for name in (_reusable_summary(config, info, split) or {}).get("files", {})}
+            for name in getattr(_reusable_record(config, info, split), "files", {})}
     first = [name for name in (layout.COMPLETED, layout.MANIFEST) if name in present]
     for name in first:  # one at a time, in this order: COMPLETED is never left alone
         fs.delete([fs.join(folder, name)])
@@ -82,28 +84,28 @@ def withdraw(config: CacheConfig, info: TaskInfo) -> None:
                if name not in keep and name not in first])
 
 
-def finalize_split(config: CacheConfig, info: TaskInfo, split: str) -> dict:
-    """Assemble one task split from its parts; returns its summary (kept on disk when the split
-    succeeded, so a rerun reuses it)."""
+def finalize_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummary:
+    """Assemble one task split from its parts. A success is kept in the work folder, so a
+    rerun reuses it."""
     task = info.spec.name
-    if (summary := _reusable_summary(config, info, split)) is not None:
-        return summary
+    if (record := _reusable_record(config, info, split)) is not None:
+        return SplitSummary(split, info.fingerprint, record)
     metas = []
     for index in range(info.shard_counts[split]):
-        meta = parts.read_meta(config.work.part(task, split, index, ".json"))
+        meta = work.read_record(config.workdir.part(task, split, index, ".json"), work.PartMeta)
         if meta is None or meta.fingerprint != info.fingerprint:
-            return {"split": split, "failed": f"source shard {index} was not processed"}
+            return SplitSummary(split, failed=f"source shard {index} was not processed")
         metas.append(meta)
-    summary = {"fingerprint": info.fingerprint, "split": split,
-               "rows_read": sum(m.rows_read for m in metas),
-               "rows_kept": sum(m.kept for m in metas),
-               "dropped": _sum_dicts(m.dropped for m in metas),
-               "schema": _sum_dicts(m.schema for m in metas),
-               "errors": [e for m in metas for e in m.errors][:parts.MAX_ERRORS_KEPT]}
     if failed := next((m for m in metas if m.failed), None):
-        return {**summary, "failed": failed.failed, "traceback": failed.traceback}
-    if reason := _verdict(config, info, split, summary):
-        return {**summary, "failed": reason}
+        return SplitSummary(split, failed=failed.failed, traceback=failed.traceback)
+    dropped = _sum_dicts(m.dropped for m in metas)
+    record = SplitRecord(
+        rows_read=sum(m.rows_read for m in metas), rows_kept=sum(m.kept for m in metas),
+        render_errors=dropped.pop(RENDER_ERROR, 0), dropped=dropped,
+        errors=[e for m in metas for e in m.errors][:work.MAX_ERRORS_KEPT],
+        schema=_sum_dicts(m.schema for m in metas), stats={}, num_shards=0, files={})
+    if reason := _verdict(config, info, split, record):
+        return SplitSummary(split, failed=reason)
     stats = {"examples": sum(m.examples for m in metas)}
     if stats["examples"]:
         for key in ("inputs_tokens", "targets_tokens"):
@@ -114,22 +116,23 @@ def finalize_split(config: CacheConfig, info: TaskInfo, split: str) -> dict:
     count = shard_count(config, stats["examples"])
     files = _write_shards(config, info, split, metas, folder, count)
     version = layout.P3_SEQIO_VERSION if config.p3_layout else layout.seqio_version()
-    info_text = layout.info_json(features(info) if stats["examples"] else {}, count, version)
+    info_text = layout.info_json(info_features(info) if stats["examples"] else {}, count,
+                                 version)
     for name, text in ((layout.info_name(split), info_text),
                        (layout.stats_name(split), layout.stats_json(stats))):
         fs.write_bytes(fs.join(folder, name), text.encode())
         files[name] = hashlib.sha256(text.encode()).hexdigest()
-    summary.update(stats=stats, num_shards=count, files=files)
-    fs.write_bytes(config.work.split_summary(task, split), json.dumps(summary, sort_keys=True)
-                   .encode())
+    summary = SplitSummary(split, info.fingerprint,
+                           replace(record, stats=stats, num_shards=count, files=files))
+    work.write_record(config.workdir.split_summary(task, split), summary)
     return summary
 
 
-def _verdict(config: CacheConfig, info: TaskInfo, split: str, summary: dict) -> str:
+def _verdict(config: CacheConfig, info: TaskInfo, split: str, record: SplitRecord) -> str:
     """Why a fully processed split still is not a success ("" when it is one)."""
     source = info.spec.split_mapping[split]
-    rows, errors = summary["rows_read"], summary["dropped"].get(RENDER_ERROR, 0)
-    first = f": {summary['errors'][0]}" if summary["errors"] else ""
+    rows, errors = record.rows_read, record.render_errors
+    first = f": {record.errors[0]}" if record.errors else ""
     if not rows:
         listed = info.spec.entry.splits.get(source)
         return (f"source split {source!r} has no rows (the catalog lists {listed:,}); check "
@@ -150,7 +153,7 @@ def _sum_dicts(dicts) -> dict[str, int]:
     return dict(sorted(total.items()))
 
 
-def _write_shards(config: CacheConfig, info: TaskInfo, split: str, metas: list[parts.PartMeta],
+def _write_shards(config: CacheConfig, info: TaskInfo, split: str, metas: list[work.PartMeta],
                   folder: str, count: int) -> dict[str, str]:
     """Stream the parts in order into `count` shards; returns shard name -> sha256."""
     task = info.spec.name
@@ -159,7 +162,7 @@ def _write_shards(config: CacheConfig, info: TaskInfo, split: str, metas: list[p
     offset, position = 0, 0  # kept examples of earlier parts; examples written so far
     with _Writers([fs.join(folder, n) for n in names]) as handles:
         for index, meta in enumerate(metas):
-            path = config.work.part(task, split, index, ".tfrecord")
+            path = config.workdir.part(task, split, index, ".tfrecord")
             with fs.open_read(path) as part:
                 for framed in _final_records(part, path, info.spec.score_eval, offset):
                     handles[position % count].write(framed)
@@ -175,8 +178,8 @@ def _final_records(part, path: str, score_eval: bool, offset: int) -> Iterator[b
         yield from read_frames(part, path)
         return
     for record in read_records(part, path):
-        ordinal, choice, entries = parts.unpack_twin(record)
-        idx = encode_entries({"idx": [ordinal + offset, choice]})
+        ordinal, choice, entries = work.unpack_twin(record)
+        idx = encode_entries({IDX: [ordinal + offset, choice]})
         yield frame(wrap_entries(idx + entries))
 
 
@@ -195,44 +198,48 @@ class _Writers:
         return False
 
 
-def finalize_task(config: CacheConfig, info: TaskInfo, summaries: list[dict]) -> dict:
+def finalize_task(config: CacheConfig, info: TaskInfo,
+                  summaries: list[SplitSummary]) -> TaskStatus:
     """Write the manifest, then COMPLETED, if every split is complete and the folder holds
-    exactly the files the manifest lists; returns the status."""
+    exactly the files the manifest lists."""
     task = info.spec.name
-    by_split = {s["split"]: s for s in summaries}
-    failed = [f"{split}: {s['failed']}" for split, s in sorted(by_split.items()) if "failed" in s]
+    by_split = {summary.split: summary for summary in summaries}
+    failed = [f"{split}: {s.failed}" for split, s in sorted(by_split.items()) if s.failed]
     missing = [split for split in info.splits if split not in by_split]
-    tracebacks = [s["traceback"] for s in by_split.values() if s.get("traceback")]
     if failed or missing:
-        return {"task": task, "failed": "; ".join(failed + [f"{m}: not built" for m in missing]),
-                "tracebacks": tracebacks[:1]}
+        tracebacks = [s.traceback for s in by_split.values() if s.traceback]
+        return TaskStatus("; ".join(failed + [f"{m}: not built" for m in missing]),
+                          tracebacks[:1])
     folder = _task_folder(config, task)
-    listed = {name for split in info.splits for name in by_split[split]["files"]}
-    present = set(fs.files_in(folder))
-    if absent := sorted(listed - present):
-        return {"task": task, "failed": f"{absent[0]} vanished from {folder} during the build"}
-    fs.delete([fs.join(folder, name) for name in sorted(present - listed)])
     template = info.spec.template
-    manifest = {
-        "p3data_version": __version__,
-        "task": task,
-        "fingerprint": info.fingerprint,
-        "dataset": info.spec.entry.name,
-        "template": {"name": template.name, "id": template.id, "origin": template.origin,
-                     "sha256": template_digest(template)},
-        "score_eval": info.spec.score_eval,
-        "sources": info.sources,
-        "split_mapping": {s: info.spec.split_mapping[s] for s in info.splits},
-        "vocabulary": {"sha256": hashlib.sha256(config.vocab_model).hexdigest(),
-                       "extra_ids": config.extra_ids},
-        "seed": config.seed,
-        "layout": "p3" if config.p3_layout else "seqio",
-        "splits": {split: {key: by_split[split][key] for key in (
-            "rows_read", "rows_kept", "dropped", "errors", "schema", "stats", "num_shards",
-            "files")}
-            for split in info.splits},
-    }
-    fs.write_bytes(fs.join(folder, layout.MANIFEST), layout.dumps(manifest).encode())
+    manifest = Manifest(
+        p3data_version=__version__, task=task, fingerprint=info.fingerprint,
+        dataset=info.spec.entry.name,
+        template=TemplateRecord(template.name, template.id, template.origin,
+                                template_digest(template)),
+        score_eval=info.spec.score_eval, sources=info.sources,
+        split_mapping={s: info.spec.split_mapping[s] for s in info.splits},
+        vocabulary=VocabularyRecord(hashlib.sha256(config.vocab_model).hexdigest(),
+                                    config.extra_ids),
+        seed=config.seed, layout="p3" if config.p3_layout else "seqio",
+        splits={split: by_split[split].record for split in info.splits})
+    present = set(fs.files_in(folder))
+    if absent := sorted(manifest.files - present):
+        return TaskStatus(f"{absent[0]} vanished from {folder} during the build")
+    fs.delete([fs.join(folder, name) for name in sorted(present - manifest.files)])
+    write_manifest(folder, manifest)
     fs.write_bytes(fs.join(folder, layout.COMPLETED), b"")
-    fs.delete_tree(config.work.task(task))
-    return {"task": task, "manifest": manifest}
+    fs.delete_tree(config.workdir.task(task))
+    return TaskStatus()
+
+
+def write_p3_index(root: str) -> None:
+    """P3's `data_split_sizes.csv`: `task|{"split": examples, ...}` for every complete task,
+    non-empty splits only (the JSON is written as is, as P3's file has it)."""
+    lines = [layout.P3_INDEX_HEADER]
+    for completed in fs.glob(fs.join(root, "data", "*", layout.COMPLETED)):
+        manifest = read_manifest(fs.parent_of(completed))
+        sizes = {split: record.examples for split, record in manifest.splits.items()
+                 if record.examples}
+        lines.append(f"{manifest.task}|{json.dumps(sizes)}")
+    fs.write_bytes(fs.join(root, layout.P3_INDEX), ("\n".join(lines) + "\n").encode())

@@ -15,7 +15,6 @@ import getpass
 import json
 import logging
 import os
-import posixpath
 import shlex
 import socket
 import sys
@@ -23,10 +22,9 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import fsspec
-
-from p3data.cache.layout import LOCK
+from p3data import fs
 from p3data.errors import P3DataError
+from p3data.format.layout import LOCK
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +47,7 @@ class Holder:
     @classmethod
     def this_run(cls, command: str | None = None) -> Holder:
         if command is None:
-            command = shlex.join([posixpath.basename(sys.argv[0]), *sys.argv[1:]])
+            command = shlex.join([os.path.basename(sys.argv[0]), *sys.argv[1:]])
         return cls(owner=_user(), host=socket.gethostname(), pid=os.getpid(),
                    started=datetime.now(UTC).isoformat(timespec="seconds"), command=command,
                    run_id=uuid.uuid4().hex)
@@ -112,47 +110,41 @@ def output_lock(output_dir: str, *, force: bool = False,
     names the previous holder). On exit the lock is deleted only if it is still ours, so a run
     whose lock was taken over leaves its successor's lock alone.
     """
-    try:
-        filesystem, folder = fsspec.core.url_to_fs(output_dir)
-    except (ImportError, ValueError) as err:  # e.g. gs:// without gcsfs installed
-        raise P3DataError(f"{output_dir}: cannot lock the output folder: {err}") from None
-    _make_folder(filesystem, folder, output_dir)
-    path = posixpath.join(folder, LOCK)
+    _make_folder(output_dir)
+    path = fs.join(output_dir, LOCK)
     holder = Holder.this_run(command)
     if force:
-        _take_over(filesystem, path, output_dir)
-    _create(filesystem, path, holder, output_dir)
+        _take_over(path, output_dir)
+    _create(path, holder, output_dir)
     try:
         yield holder
     finally:
-        _release(filesystem, path, holder)
+        _release(path, holder)
 
 
-def _make_folder(filesystem: fsspec.AbstractFileSystem, folder: str, output_dir: str) -> None:
-    if filesystem.isfile(folder):
-        raise P3DataError(f"{output_dir}: is a file, not a folder; choose another --output-dir")
+def _make_folder(output_dir: str) -> None:
+    if fs.exists(output_dir) and not fs.is_dir(output_dir):
+        raise P3DataError(f"{output_dir}: is a file, not a folder; choose another output folder")
     try:
-        filesystem.makedirs(folder, exist_ok=True)
+        fs.makedirs(output_dir)
     except OSError as err:
         raise P3DataError(f"{output_dir}: cannot create the output folder ({_reason(err)}); "
-                          "choose another --output-dir or fix its permissions") from None
+                          "choose another one or fix its permissions") from None
 
 
-def _create(filesystem: fsspec.AbstractFileSystem, path: str, holder: Holder,
-            output_dir: str) -> None:
+def _create(path: str, holder: Holder, output_dir: str) -> None:
     try:
-        with filesystem.open(path, "xb") as handle:  # gcsfs checks exclusivity on close
-            handle.write(holder.to_json())
+        fs.create_exclusive(path, holder.to_json())
     except FileExistsError:
-        raise LockHeldError(_held_message(filesystem, path, output_dir)) from None
+        raise LockHeldError(_held_message(path, output_dir)) from None
     except OSError as err:
         raise P3DataError(f"{output_dir}: cannot write in the output folder ({_reason(err)}); "
-                          "choose another --output-dir or fix its permissions") from None
+                          "choose another one or fix its permissions") from None
 
 
-def _held_message(filesystem: fsspec.AbstractFileSystem, path: str, output_dir: str) -> str:
+def _held_message(path: str, output_dir: str) -> str:
     try:
-        holder = Holder.from_json(filesystem.cat_file(path))
+        holder = Holder.from_json(fs.read_bytes(path))
     except FileNotFoundError:
         return f"{output_dir}: the run that held {path} ended just now; rerun"
     except ValueError as err:
@@ -165,24 +157,22 @@ def _held_message(filesystem: fsspec.AbstractFileSystem, path: str, output_dir: 
             "run is dead rerun with --force to take over")
 
 
-def _take_over(filesystem: fsspec.AbstractFileSystem, path: str, output_dir: str) -> None:
+def _take_over(path: str, output_dir: str) -> None:
     try:
-        previous = describe_lock(filesystem.cat_file(path))
+        previous = describe_lock(fs.read_bytes(path))
     except FileNotFoundError:
         return
-    with contextlib.suppress(FileNotFoundError):
-        filesystem.rm_file(path)
+    fs.delete([path])
     logger.warning("p3data: --force: taking over %s, %s", output_dir, previous)
 
 
-def _release(filesystem: fsspec.AbstractFileSystem, path: str, holder: Holder) -> None:
+def _release(path: str, holder: Holder) -> None:
     try:
-        current = Holder.from_json(filesystem.cat_file(path))
+        current = Holder.from_json(fs.read_bytes(path))
     except (FileNotFoundError, ValueError):  # gone, or replaced by something not ours
         return
     if current.run_id == holder.run_id:
-        with contextlib.suppress(FileNotFoundError):
-            filesystem.rm_file(path)
+        fs.delete([path])
 
 
 def _user() -> str:

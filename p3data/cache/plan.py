@@ -14,10 +14,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from p3data import __version__, t0
-from p3data.cache import fs, layout
+from p3data import __version__, fs, t0
 from p3data.catalog import DatasetEntry
 from p3data.errors import P3DataError
+from p3data.format import layout
+from p3data.format.manifest import FORMAT_VERSION, ManifestError, read_manifest
+from p3data.format.work import UnitMarker, WorkDir, read_record
 from p3data.stores import (
     ROWS_PER_SHARD,
     HubStore,
@@ -29,7 +31,6 @@ from p3data.stores import (
 )
 from p3data.templates import Template
 
-FORMAT_VERSION = 1  # bump when the bytes p3data writes change
 # Real data renders without errors under T0's templates (T0's own pipeline stopped at the first
 # one), so more than 1 failing row in 100 means a template or the data is wrong.
 DEFAULT_MAX_ERROR_RATE = 0.01
@@ -101,9 +102,12 @@ class CacheConfig:
     # rule are not failures). Not in the fingerprint: it decides success, not the bytes.
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "output_dir", fs.canonical(self.output_dir))
+
     @property
-    def work(self) -> layout.WorkDir:
-        return layout.WorkDir(self.output_dir)
+    def workdir(self) -> WorkDir:
+        return WorkDir(self.output_dir)
 
 
 @dataclass(frozen=True)
@@ -189,8 +193,8 @@ def is_complete(config: CacheConfig, task: str, fingerprint: str) -> bool:
     if not fs.exists(fs.join(folder, layout.COMPLETED)):
         return False
     try:
-        return layout.read_manifest(folder).get("fingerprint") == fingerprint
-    except layout.ManifestError:
+        return read_manifest(folder).fingerprint == fingerprint
+    except ManifestError:
         return False
 
 
@@ -255,8 +259,5 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
 
 def _unit_done(config: CacheConfig, unit: WorkUnit) -> bool:
     """An earlier run finished this very unit (its marker carries the same key)."""
-    path = config.work.unit_marker(unit.name)
-    try:
-        return json.loads(fs.read_bytes(path)).get("key") == unit.key
-    except (OSError, ValueError, AttributeError):
-        return False  # no marker, or a stale or half-readable one: do the work
+    marker = read_record(config.workdir.unit_marker(unit.name), UnitMarker)
+    return marker is not None and marker.key == unit.key

@@ -11,7 +11,7 @@ import threading
 import time
 from typing import TextIO
 
-from p3data.cache import fs
+from p3data import fs
 
 
 def duration(seconds: float) -> str:
@@ -44,11 +44,11 @@ class Progress:
         self.report()
 
     def rows_done(self) -> int:
-        return sum(self.todo.get(path, 0) for path in fs.listdir(self.unit_markers))
+        return sum(self.todo.get(path, 0) for path in fs.glob(self.unit_markers))
 
     def report(self) -> None:
         done, elapsed = self.rows_done(), time.monotonic() - self._start
-        assembled = len(fs.listdir(self.assembled_markers))
+        assembled = len(fs.glob(self.assembled_markers))
         if done < self.total_rows or not self.total_rows and not assembled:
             rate = done / elapsed if elapsed else 0.0
             eta = duration((self.total_rows - done) / rate) if rate else "?"

@@ -12,15 +12,25 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from itertools import islice
 
-from p3data.cache import fs, parts
-from p3data.cache.example import encode_entries, ids_entry, text_entry, wrap_entries
+from p3data import fs
 from p3data.cache.plan import CacheConfig, TaskOutput, WorkUnit, describe_bug
-from p3data.cache.tfrecord import frame
-from p3data.cache.tokenize import EOS_ID, MEMO_MAX_CHARS, Tokenizer
 from p3data.errors import P3DataError
+from p3data.format import work
+from p3data.format.example import encode_entries, ids_entry, text_entry, wrap_entries
+from p3data.format.features import (
+    ANSWER_CHOICES,
+    INPUTS,
+    INPUTS_TEXT,
+    IS_CORRECT,
+    TARGETS,
+    TARGETS_TEXT,
+    WEIGHT,
+)
+from p3data.format.tfrecord import frame
 from p3data.schema import RowChecker
 from p3data.stores import open_store
 from p3data.templates import DatasetRenderer, Dropped, Rendered
+from p3data.tokenize import EOS_ID, MEMO_MAX_CHARS, Tokenizer
 
 BATCH_ROWS = 512
 
@@ -29,7 +39,8 @@ def _pending(config: CacheConfig, unit: WorkUnit) -> list[TaskOutput]:
     """Outputs of this unit without a finished part made with the same settings."""
     pending = []
     for out in unit.job.outputs:
-        meta = parts.read_meta(config.work.part(out.task, out.split, unit.index, ".json"))
+        meta = work.read_record(config.workdir.part(out.task, out.split, unit.index, ".json"),
+                                work.PartMeta)
         if meta is None or (meta.fingerprint, meta.rows) != (out.fingerprint, _rows(unit)):
             pending.append(out)
     return pending
@@ -44,7 +55,7 @@ def process_unit(config: CacheConfig, unit: WorkUnit,
     """Write the missing parts of one unit; yields the (task, split) of every output."""
     pending = _pending(config, unit)
     if pending:
-        metas = {out.task: parts.PartMeta(out.fingerprint, _rows(unit)) for out in pending}
+        metas = {out.task: work.PartMeta(out.fingerprint, _rows(unit)) for out in pending}
         try:
             _render_shard(config, unit, tokenizer, pending, metas)
         except P3DataError as err:  # e.g. an unreadable source file: fails this split's tasks
@@ -55,14 +66,14 @@ def process_unit(config: CacheConfig, unit: WorkUnit,
             for meta in metas.values():
                 meta.failed, meta.traceback = reason, text
         for out in pending:  # metas last: they mark the parts complete
-            fs.write_bytes(config.work.part(out.task, out.split, unit.index, ".json"),
-                           metas[out.task].to_json())
+            work.write_record(config.workdir.part(out.task, out.split, unit.index, ".json"),
+                              metas[out.task])
     for out in unit.job.outputs:
         yield out.task, out.split
 
 
 def _render_shard(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer,
-                  outputs: list[TaskOutput], metas: dict[str, parts.PartMeta]) -> None:
+                  outputs: list[TaskOutput], metas: dict[str, work.PartMeta]) -> None:
     job = unit.job
     renderer = DatasetRenderer({o.template.id: o.template for o in outputs}.values(), config.seed)
     rendered = [o for o in outputs if o.template.name not in renderer.broken]
@@ -73,7 +84,7 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer,
     rows = open_store(job.entry, config.data_dir, config.rows_per_shard).read(
         job.source_split, unit.shard)
     with ExitStack() as stack:
-        files = {out.task: stack.enter_context(fs.atomic_writer(config.work.part(
+        files = {out.task: stack.enter_context(fs.atomic_writer(config.workdir.part(
             out.task, out.split, unit.index, ".tfrecord"))) for out in rendered}
         start = unit.shard.start
         while batch := list(islice(rows, BATCH_ROWS)):
@@ -94,13 +105,13 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer,
             metas[out.task].failed = str(renderer.broken[out.template.name])
 
 
-def _count(meta: parts.PartMeta, rows: int, kept: int, outcomes: list) -> None:
+def _count(meta: work.PartMeta, rows: int, kept: int, outcomes: list) -> None:
     meta.rows_read += rows
     meta.kept += kept
     for outcome in outcomes:
         if isinstance(outcome, Dropped):
             meta.dropped[outcome.reason] = meta.dropped.get(outcome.reason, 0) + 1
-            if outcome.error is not None and len(meta.errors) < parts.MAX_ERRORS_KEPT:
+            if outcome.error is not None and len(meta.errors) < work.MAX_ERRORS_KEPT:
                 meta.errors.append(str(outcome.error))
 
 
@@ -119,8 +130,8 @@ class _Encoder:
         if text in self._targets:
             return self._targets[text]
         out_ids = [*ids, EOS_ID]
-        result = (text_entry("targets_pretokenized", text) + ids_entry("targets", out_ids),
-                  parts.tokens(out_ids))
+        result = (text_entry(TARGETS_TEXT, text) + ids_entry(TARGETS, out_ids),
+                  work.tokens(out_ids))
         if len(text) <= MEMO_MAX_CHARS:
             self._targets[text] = result
         return result
@@ -128,7 +139,7 @@ class _Encoder:
     def choice_list(self, choices: list[str]) -> bytes:
         key = tuple(choices)
         if key not in self._choice_lists:
-            self._choice_lists[key] = encode_entries({"answer_choices": choices})
+            self._choice_lists[key] = encode_entries({ANSWER_CHOICES: choices})
         return self._choice_lists[key]
 
     def choice(self, choice: str, correct: bool, ids: list[int]) -> tuple[bytes, int]:
@@ -137,13 +148,13 @@ class _Encoder:
         if key not in self._choices:
             out_ids = [*ids, EOS_ID]
             self._choices[key] = (encode_entries({
-                "is_correct": correct, "targets": out_ids, "targets_pretokenized": choice,
-                "weight": 1.0}), parts.tokens(out_ids))
+                IS_CORRECT: correct, TARGETS: out_ids, TARGETS_TEXT: choice, WEIGHT: 1.0}),
+                work.tokens(out_ids))
         return self._choices[key]
 
 
 def _write(users: list[TaskOutput], kept: list[Rendered], first: int, encoder: _Encoder,
-           files: dict, metas: dict[str, parts.PartMeta]) -> None:
+           files: dict, metas: dict[str, work.PartMeta]) -> None:
     """Encode each kept render once and share the bytes between a task and its twin.
 
     Map entries are concatenated in protobuf's deterministic key order (answer_choices,
@@ -160,8 +171,8 @@ def _write(users: list[TaskOutput], kept: list[Rendered], first: int, encoder: _
     choice_ids = dict(zip(choices, ids[2 * n:], strict=True))
     for k, r in enumerate(kept):
         in_ids = ids[k]
-        n_in = parts.tokens(in_ids)
-        inputs = text_entry("inputs_pretokenized", r.inputs) + ids_entry("inputs", in_ids)
+        n_in = work.tokens(in_ids)
+        inputs = text_entry(INPUTS_TEXT, r.inputs) + ids_entry(INPUTS, in_ids)
         for out in users:
             meta, handle = metas[out.task], files[out.task]
             if not out.score_eval:
@@ -174,5 +185,5 @@ def _write(users: list[TaskOutput], kept: list[Rendered], first: int, encoder: _
                 continue
             for j, choice in enumerate(r.answer_choices or ()):
                 entries, n_out = encoder.choice(choice, choice == r.targets, choice_ids[choice])
-                handle.write(frame(parts.twin_record(first + k, j, inputs + entries)))
+                handle.write(frame(work.twin_record(first + k, j, inputs + entries)))
                 meta.add_example(n_in, n_out)

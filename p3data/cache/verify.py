@@ -16,10 +16,12 @@ import hashlib
 from collections import defaultdict
 from typing import BinaryIO
 
-from p3data.cache import fs, layout
+from p3data import fs
 from p3data.cache.lock import describe_lock
-from p3data.cache.tfrecord import CorruptRecordError, read_records
 from p3data.errors import P3DataError
+from p3data.format import layout
+from p3data.format.manifest import ManifestError, read_manifest
+from p3data.format.tfrecord import CorruptRecordError, read_records
 
 # A folder holding any of these is a task folder (at the cache root: not a temporary).
 TASK_FILES = (layout.COMPLETED, layout.MANIFEST, "*.tfrecord-*", "info.*.json", "stats.*.json",
@@ -73,10 +75,10 @@ class Verdict:
 
 def scan(root: str) -> Cache:
     """Find task folders by what they hold, at any depth (seqio's `:` levels, P3's `data/`)."""
-    root = root.rstrip("/") or root
+    root = fs.canonical(root.rstrip("/") or root)
     by_folder: dict[str, list[str]] = defaultdict(list)
     leftovers: set[str] = set()
-    for path in fs.listdir(fs.join(root, "**")):
+    for path in fs.walk_files(root):
         folder, _, name = path.rpartition("/")
         if path[len(root) + 1:].split("/", 1)[0] == layout.WORK_DIR:
             leftovers.add(fs.join(root, layout.WORK_DIR))
@@ -110,41 +112,21 @@ def check_task(folder: str, names: list[str]) -> TaskCheck:
     if not check.complete:
         return check
     try:
-        manifest = layout.read_manifest(folder)
-    except layout.ManifestError as err:
+        manifest = read_manifest(folder)
+    except ManifestError as err:
         check.problems.append(str(err))
         return check
-    task = manifest.get("task")
-    check.task = task if isinstance(task, str) else folder
-    manifest_path = fs.join(folder, layout.MANIFEST)
-    for split, record in manifest["splits"].items():
-        try:
-            files, examples, num_shards = _split_record(record)
-        except ValueError as err:
-            check.problems.append(f"{manifest_path}: split {split}: {err}")
-            continue
-        check.listed.update(files)
-        check.problems += _check_split(folder, split, files=files, examples=examples,
-                                       num_shards=num_shards, names=names)
+    check.task = manifest.task
+    for split, record in manifest.splits.items():
+        check.listed.update(record.files)
+        check.problems += _check_split(folder, split, files=record.files,
+                                       examples=record.examples, num_shards=record.num_shards,
+                                       names=names)
     check.problems += [
         f"{fs.join(folder, name)}: not listed in {layout.MANIFEST}, so not part of this build, "
         "and seqio may read it as data: delete it or rebuild the task"
         for name in names if name not in SEALS and name not in check.listed]
     return check
-
-
-def _split_record(record: object) -> tuple[dict[str, str], int, int]:
-    """A manifest split's files, example count and shard count; `ValueError` if malformed."""
-    if not isinstance(record, dict):
-        raise ValueError("not a mapping")
-    files, stats, num_shards = record.get("files"), record.get("stats"), record.get("num_shards")
-    if not (isinstance(files, dict) and all(isinstance(v, str) for v in files.values())):
-        raise ValueError("no 'files' mapping of name to sha256")
-    if not (isinstance(stats, dict) and isinstance(stats.get("examples"), int)):
-        raise ValueError("no 'stats.examples' count")
-    if not isinstance(num_shards, int):
-        raise ValueError("no 'num_shards' count")
-    return files, stats["examples"], num_shards
 
 
 def _check_split(folder: str, split: str, *, files: dict[str, str], examples: int,
@@ -240,13 +222,13 @@ def _leftover(path: str) -> str:
 
 def _not_a_cache(root: str) -> P3DataError:
     if not fs.exists(root):
-        return P3DataError(f"{root}: no such cache folder; give the --output-dir of p3data cache")
-    if not fs.exists(fs.join(root, "")):
-        return P3DataError(f"{root}: is a file, not a cache folder; give the --output-dir of "
-                           "p3data cache")
+        return P3DataError(f"{root}: no such cache folder; give the folder p3data cache wrote")
+    if not fs.is_dir(root):
+        return P3DataError(f"{root}: is a file, not a cache folder; give the folder p3data "
+                           "cache wrote")
     return P3DataError(f"{root}: holds no task folders (no {layout.COMPLETED}, "
                        f"{layout.MANIFEST} or shards, in seqio's or P3's layout); give the "
-                       "--output-dir of p3data cache")
+                       "folder p3data cache wrote")
 
 
 def compare(ours: list[TaskCheck], theirs: list[TaskCheck], root: str, other: str) -> list[str]:

@@ -25,7 +25,7 @@ RUNNER_ALIASES = {"--runner=DaskRunner": "--runner=apache_beam.runners.dask.dask
 def run(args: argparse.Namespace) -> int:
     from p3data import t0
     from p3data.cache.plan import CacheConfig
-    from p3data.cache.run import run_cache, summary_table
+    from p3data.cache.summary import summary_table
     from p3data.vocab import read_vocabulary
 
     data_dir = str(SAMPLES_DIR) if args.samples else args.data_dir
@@ -36,9 +36,11 @@ def run(args: argparse.Namespace) -> int:
         rows_per_shard=args.rows_per_shard, max_error_rate=args.max_error_rate)
     beam_args = [RUNNER_ALIASES.get(arg, arg) for arg in args.beam_args]
     with console.libraries_to_log(args.verbose, "cache") as stream:
+        from p3data.pipelines.cache import run_cache  # Beam: its import talks too
+
         result = run_cache(config, specs, splits=args.splits, pipeline_args=beam_args,
                            force=args.force, progress_every=args.progress_every, out=stream)
-    print(summary_table(result, config.output_dir, args.p3_layout))
+    print(summary_table(result))
     for text in result.tracebacks:
         print(text, file=sys.stderr)
     return 0 if result.ok else 1

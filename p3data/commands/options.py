@@ -60,10 +60,10 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
 def cache_root(path: str) -> str:
     """A cache folder given on the command line, without a trailing slash; an error when there
     is nothing there. (A gs:// folder exists only as the prefix of the objects in it.)"""
-    from p3data.cache import fs
+    from p3data import fs
 
     root = path.rstrip("/") or path
-    if not (fs.exists(root) or fs.listdir(fs.join(root, "*"))):
+    if not (fs.exists(root) or fs.glob(fs.join(root, "*"))):
         raise P3DataError(f"{path}: no such cache folder; build one with p3data cache "
                           f"--output-dir {path}")
     return root

@@ -43,11 +43,12 @@ def run(args: argparse.Namespace) -> int:
 def cached_task_folder(root: str, task: str, split: str) -> str:
     """The task's folder in the cache at `root`, or an error saying why seqio could not read
     its `split` there and what to do."""
-    from p3data.cache import fs, layout
+    from p3data import fs
+    from p3data.format import layout
 
     folder = layout.task_dir(root, task)
     if not fs.exists(fs.join(folder, layout.COMPLETED)):
-        if fs.listdir(fs.join(folder, "*")):
+        if fs.glob(fs.join(folder, "*")):
             raise P3DataError(f"{folder}: task {task} is incomplete (no {layout.COMPLETED}): "
                               f"rerun the p3data cache command that writes {root} to finish it")
         if fs.exists(fs.join(layout.task_dir(root, task, p3_layout=True), layout.COMPLETED)):
@@ -55,7 +56,7 @@ def cached_task_folder(root: str, task: str, split: str) -> str:
         raise P3DataError(f"{root}: task {task} is not in this cache; build it with "
                           f"p3data cache --output-dir {root} --tasks {task}")
     splits = sorted(path.rsplit("/", 1)[1].removeprefix("info.").removesuffix(".json")
-                    for path in fs.listdir(fs.join(folder, "info.*.json")))
+                    for path in fs.glob(fs.join(folder, "info.*.json")))
     if split not in splits:
         raise P3DataError(f"{folder}: no split {split!r} cached; pass --split with one of: "
                           f"{', '.join(splits) or 'none'}")
@@ -65,10 +66,10 @@ def cached_task_folder(root: str, task: str, split: str) -> str:
 def first_damage(folder: str, split: str) -> str | None:
     """Where the split's shards are truncated or fail their checksums (TensorFlow's error
     names no file), or None when they are sound."""
-    from p3data.cache import fs
-    from p3data.cache.tfrecord import CorruptRecordError, read_records
+    from p3data import fs
+    from p3data.format.tfrecord import CorruptRecordError, read_records
 
-    for path in fs.listdir(fs.join(folder, f"{split}.tfrecord-*")):
+    for path in fs.glob(fs.join(folder, f"{split}.tfrecord-*")):
         try:
             with fs.open_read(path) as handle:
                 for _ in read_records(handle, path):

@@ -69,7 +69,7 @@ class TokenCounter:
     """Token counts exactly as the cache builder tokenizes (extra ids included), in batches."""
 
     def __init__(self, model_file: str | os.PathLike = SAMPLE_VOCAB):
-        from p3data.cache.tokenize import Tokenizer
+        from p3data.tokenize import Tokenizer
         from p3data.vocab import EXTRA_IDS, read_vocabulary
 
         self.model_file = Path(model_file)
@@ -82,25 +82,3 @@ class TokenCounter:
 
     def count(self, texts: list[str]) -> list[int]:
         return [len(ids) for ids in self._tokenizer.encode(texts)] if texts else []
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """An aligned plain-text table: numeric columns right-aligned, text left-aligned."""
-    numeric = [all(isinstance(row[i], int | float | None) for row in rows)
-               for i in range(len(header))]
-    cells = [list(header)] + [[_cell(value) for value in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(value.rjust(width) if right else value.ljust(width)
-                  for value, width, right in zip(row, widths, numeric, strict=True)).rstrip()
-        for row in cells)
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.2f}"
-    return str(value)

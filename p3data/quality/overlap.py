@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from p3data import t0
-from p3data.quality.common import by_source_split, read_batches, table
+from p3data.quality.common import by_source_split, read_batches
 from p3data.rows import SourceError
 from p3data.samples import _strings as row_strings
+from p3data.tables import text_table
 from p3data.templates import DatasetRenderer, Rendered
 
 TRAIN_SPLIT = "train"
@@ -228,7 +229,7 @@ def format_report(report: OverlapReport, listed: int = 3) -> str:
     if report.shared:
         lines.append("datasets trained on and evaluated on (another split of the same dataset "
                      "is not held out):")
-        lines.append(table(
+        lines.append(text_table(
             ["dataset", "train tasks", "train splits", "eval tasks", "eval splits"],
             [[s.dataset, s.train_tasks, ", ".join(s.train_splits), s.eval_tasks,
               ", ".join(s.eval_splits)] for s in report.shared]))
@@ -239,7 +240,7 @@ def format_report(report: OverlapReport, listed: int = 3) -> str:
         f"{report.eval_rows:,} evaluation rows ({report.unchecked_eval_rows:,} of them have no "
         f"string field of {report.n} words and cannot be matched at this n)")]
     if report.pairs:
-        lines.append(table(
+        lines.append(text_table(
             ["train task", "eval dataset", "eval split", "eval tasks", "train rows"],
             [[p.train_task, p.eval_dataset, p.eval_split, len(p.eval_tasks),
               len({hit.train_row for hit in p.hits})] for p in report.pairs]))

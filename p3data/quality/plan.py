@@ -21,10 +21,10 @@ from p3data.quality.common import (
     TokenCounter,
     by_source_split,
     read_batches,
-    table,
 )
 from p3data.rows import SourceError
 from p3data.samples import SAMPLES_DIR
+from p3data.tables import text_table
 from p3data.templates import DatasetRenderer, Rendered, TemplateCollection, TemplateSource
 from p3data.templates.collection import promptsource_dir
 
@@ -187,7 +187,7 @@ def format_plan(result: Plan) -> str:
         f"tokens: mean inputs + targets + EOS per example measured on the bundled sample rows "
         f"with {result.vocabulary}, before truncation: an estimate",
         "",
-        table(header, rows),
+        text_table(header, rows),
     ]
     if unknown:
         lines.append(f"{unknown} tasks keep no sample example: their tokens are not counted")

@@ -18,12 +18,14 @@ from functools import cached_property
 
 import numpy as np
 
-from p3data import __version__, t0
-from p3data.cache import fs, layout
-from p3data.cache.tfrecord import CorruptRecordError, read_records
+from p3data import __version__, fs, t0
 from p3data.cache.verify import task_folders
 from p3data.errors import P3DataError
+from p3data.format import layout
+from p3data.format.manifest import Manifest, ManifestError, SplitRecord, read_manifest
+from p3data.format.tfrecord import CorruptRecordError, read_records
 from p3data.quality.validate import Lengths
+from p3data.templates.render import RENDER_ERROR
 
 INPUTS_COLOR, TARGETS_COLOR, LIMIT_COLOR = "#3b6ea8", "#d9822b", "#c0392b"
 _LOW_BYTES = bytes(range(128, 256))  # deleting these keeps the last byte of each varint
@@ -197,26 +199,27 @@ def read_lengths(folder: str, shards: Sequence[str], examples: int, limit: int) 
     return TaskLengths(array[:, 0], array[:, 1], examples)
 
 
-def _split_counts(split: str, record: dict) -> SplitCounts:
-    stats = record["stats"]
+def _split_counts(split: str, record: SplitRecord) -> SplitCounts:
+    stats = record.stats
+    dropped = {**record.dropped, **({RENDER_ERROR: record.render_errors}
+                                    if record.render_errors else {})}
     return SplitCounts(
-        split, record["rows_read"], record["rows_kept"], dict(record["dropped"]),
-        len(record["errors"]), stats["examples"], stats.get("inputs_tokens", 0),
-        stats.get("targets_tokens", 0), stats.get("inputs_max_tokens", 0),
-        stats.get("targets_max_tokens", 0), record["num_shards"])
+        split, record.rows_read, record.rows_kept, dropped, record.render_errors,
+        record.examples, stats.get("inputs_tokens", 0), stats.get("targets_tokens", 0),
+        stats.get("inputs_max_tokens", 0), stats.get("targets_max_tokens", 0),
+        record.num_shards)
 
 
-def read_task(folder: str, manifest: dict, split: str, max_records: int) -> TaskReport:
-    """A task's counts, and token lengths of its `split`; a `KeyError` when the manifest lacks
-    a field, a `CorruptRecordError` or `OSError` when a shard cannot be read."""
-    splits = [_split_counts(name, record) for name, record in sorted(manifest["splits"].items())]
+def read_task(folder: str, manifest: Manifest, split: str, max_records: int) -> TaskReport:
+    """A task's counts, and token lengths of its `split`; a `CorruptRecordError` or `OSError`
+    when a shard cannot be read."""
+    splits = [_split_counts(name, record) for name, record in sorted(manifest.splits.items())]
     lengths = None
-    record = manifest["splits"].get(split)
-    if record and record["stats"]["examples"]:
-        shards = sorted(name for name in record["files"] if ".tfrecord-" in name)
-        lengths = read_lengths(folder, shards, record["stats"]["examples"], max_records)
-    return TaskReport(manifest["task"], manifest["dataset"], manifest["template"]["name"],
-                      splits, lengths)
+    record = manifest.splits.get(split)
+    if record and record.examples:
+        shards = sorted(name for name in record.files if ".tfrecord-" in name)
+        lengths = read_lengths(folder, shards, record.examples, max_records)
+    return TaskReport(manifest.task, manifest.dataset, manifest.template.name, splits, lengths)
 
 
 def mixture_shares(definitions: t0.T0Definitions,
@@ -268,12 +271,9 @@ def read_folder(folder: str, split: str, max_records: int) -> tuple[TaskReport |
     if not fs.exists(manifest_path):
         return None, [*problems, f"{folder}: no {layout.MANIFEST} (not built by p3data); left out"]
     try:
-        return read_task(folder, layout.read_manifest(folder), split, max_records), problems
-    except layout.ManifestError as err:
+        return read_task(folder, read_manifest(folder), split, max_records), problems
+    except ManifestError as err:
         problems.append(f"{err}; left out")
-    except KeyError as err:
-        problems.append(f"{manifest_path}: no field {err} (written by another version of "
-                        "p3data?); left out")
     except CorruptRecordError as err:
         problems.append(f"{err}; task left out (check the cache with p3data verify)")
     except OSError as err:  # a shard the manifest lists is missing or unreadable

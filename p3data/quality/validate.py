@@ -17,10 +17,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from p3data.quality.common import TokenCounter, read_batches, table
+from p3data.quality.common import TokenCounter, read_batches
 from p3data.rows import SourceError
 from p3data.schema import RowChecker
 from p3data.t0 import TaskSpec
+from p3data.tables import text_table
 from p3data.templates import NO_LABEL, DatasetRenderer, Dropped, Outcome, Rendered
 from p3data.templates.render import NO_SEPARATOR
 
@@ -257,7 +258,7 @@ def format_report(validation: Validation) -> str:
         f"tokens: {validation.vocab}; targets counted with the EOS T0 appends, so every "
         f"target over {lengths.targets} loses its EOS",
         "",
-        table(header, rows),
+        text_table(header, rows),
     ]
     for report in validation.reports:
         if report.error is not None:

@@ -12,6 +12,8 @@ from typing import BinaryIO
 
 import google_crc32c
 
+from p3data.errors import P3DataError
+
 _MASK_DELTA = 0xA282EAD8
 
 
@@ -35,8 +37,8 @@ def write_records(handle: BinaryIO, records: Iterable[bytes]) -> int:
     return count
 
 
-class CorruptRecordError(ValueError):
-    """A TFRecord file is truncated or fails its checksums."""
+class CorruptRecordError(P3DataError):
+    """A TFRecord file is truncated or fails its checksums (the message names file and record)."""
 
 
 def read_records(handle: BinaryIO, name: str = "<stream>") -> Iterator[bytes]:

@@ -1,0 +1,55 @@
+"""What a cache run did, as the command line reports it: one row per task, the schema
+mismatches by dataset split, and one line per failure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from p3data.cache.plan import CachePlan
+from p3data.format import layout
+from p3data.format.manifest import read_manifest
+from p3data.tables import text_table
+
+
+@dataclass
+class RunResult:
+    plan: CachePlan
+    built: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    tracebacks: list[str] = field(default_factory=list)  # of unexpected errors (bugs)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def summary_table(result: RunResult) -> str:
+    """Per task: examples, tokens, rows dropped by T0's row rule, rows that failed to render,
+    rows that do not fit the catalog's schema; then totals, the schema mismatches by dataset
+    split, one line per failed task, and the time."""
+    config = result.plan.config
+    tasks = sorted(set(result.built) | set(result.plan.done))
+    rows, totals = [], [0] * 5
+    mismatches: dict[tuple[str, str, str], int] = {}  # (dataset, source split, category) -> rows
+    for task in tasks:
+        manifest = read_manifest(layout.task_dir(config.output_dir, task, config.p3_layout))
+        counts = [0] * 5
+        for split, record in manifest.splits.items():
+            for category, count in record.schema.items():
+                key = (manifest.dataset, manifest.split_mapping[split], category)
+                mismatches[key] = max(mismatches.get(key, 0), count)
+            counts = [a + b for a, b in zip(counts, (
+                record.examples, record.tokens, sum(record.dropped.values()),
+                record.render_errors, sum(record.schema.values())), strict=True)]
+        totals = [a + b for a, b in zip(totals, counts, strict=True)]
+        rows.append([task, *counts])
+    rows.append([f"TOTAL ({len(tasks)} tasks)", *totals])
+    lines = [text_table(["task", "examples", "tokens", "dropped", "errors", "schema"], rows),
+             "dropped: left out by T0's row rule · errors: failed to render · schema: rows "
+             "unlike the catalog's schema"]
+    lines += [f"SCHEMA {dataset} {split}: {count:,} rows: {category}"
+              for (dataset, split, category), count in sorted(mismatches.items())]
+    lines += [f"FAILED {task}: {reason}" for task, reason in sorted(result.failed.items())]
+    lines.append(f"time: {result.seconds:.1f} s")
+    return "\n".join(lines)

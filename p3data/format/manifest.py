@@ -1,0 +1,118 @@
+"""`manifest.json`, p3data's record beside seqio's files in every task folder: what was built
+from what, how rows fared, and the sha256 of every file the folder may hold. Typed and
+versioned: every reader goes through `read_manifest`, which refuses a version it does not know.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+
+from p3data import fs
+from p3data.errors import P3DataError
+from p3data.format.layout import MANIFEST, dumps
+
+# The version of what p3data writes (manifests, and the bytes of caches: fingerprints carry
+# it, so a new version rebuilds older caches). Bump it when either changes.
+FORMAT_VERSION = 2
+
+
+class ManifestError(P3DataError):
+    """A task's manifest.json is missing, cannot be parsed, or is of an unknown version."""
+
+
+@dataclass(frozen=True)
+class TemplateRecord:
+    name: str
+    id: str
+    origin: str  # which template source: "promptsource", "project" or a user folder
+    sha256: str  # of the Jinja and answer_choices text
+
+
+@dataclass(frozen=True)
+class VocabularyRecord:
+    sha256: str  # of the SentencePiece model, before extra ids are added
+    extra_ids: int
+
+
+@dataclass(frozen=True)
+class SplitRecord:
+    rows_read: int
+    rows_kept: int
+    dropped: dict[str, int]  # rows T0's row rule leaves out, per reason (not errors)
+    render_errors: int  # rows that failed to render
+    errors: list[str]  # the first few render errors, verbatim
+    schema: dict[str, int]  # rows per schema mismatch category
+    stats: dict[str, int]  # what stats.<split>.json holds
+    num_shards: int
+    files: dict[str, str]  # name -> sha256: the split's shards, info and stats
+
+    @property
+    def examples(self) -> int:
+        return self.stats["examples"]
+
+    @property
+    def tokens(self) -> int:
+        return self.stats.get("inputs_tokens", 0) + self.stats.get("targets_tokens", 0)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    task: str
+    fingerprint: str  # of everything the bytes depend on: equal means "built the same way"
+    dataset: str
+    template: TemplateRecord
+    score_eval: bool
+    sources: dict[str, dict]  # task split -> identity of the rows it was read from
+    split_mapping: dict[str, str]  # task split -> source split
+    vocabulary: VocabularyRecord
+    seed: int
+    layout: str  # "seqio" or "p3"
+    splits: dict[str, SplitRecord]
+    p3data_version: str
+    format_version: int = FORMAT_VERSION
+
+    @property
+    def files(self) -> set[str]:
+        """Every file the task folder may hold besides the manifest and COMPLETED."""
+        return {name for record in self.splits.values() for name in record.files}
+
+    def to_json(self) -> str:
+        return dumps(msgspec.to_builtins(self))
+
+
+def parse_manifest(data: bytes, where: str) -> Manifest:
+    """A manifest from its bytes; `where` names it in errors."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as err:
+        raise ManifestError(f"{where}: not valid JSON ({err})") from None
+    if not isinstance(raw, dict) or "splits" not in raw:
+        raise ManifestError(f"{where}: not a p3data manifest")
+    version = raw.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ManifestError(
+            f"{where}: format version {version} (this p3data reads {FORMAT_VERSION})"
+            + ("; written by an older p3data: rebuild the task" if not isinstance(version, int)
+               or version < FORMAT_VERSION else "; written by a newer p3data: upgrade p3data"))
+    try:
+        return msgspec.convert(raw, Manifest)
+    except msgspec.ValidationError as err:
+        raise ManifestError(f"{where}: {err}") from None
+
+
+def read_manifest(folder: str) -> Manifest:
+    """A task folder's manifest, or a `ManifestError` naming the file."""
+    path = fs.join(folder, MANIFEST)
+    try:
+        data = fs.read_bytes(path)
+    except FileNotFoundError:
+        raise ManifestError(f"{path}: missing") from None
+    except OSError as err:
+        raise ManifestError(f"{path}: cannot be read ({err})") from None
+    return parse_manifest(data, path)
+
+
+def write_manifest(folder: str, manifest: Manifest) -> None:
+    fs.write_bytes(fs.join(folder, MANIFEST), manifest.to_json().encode())

@@ -1,0 +1,152 @@
+"""The work folder a build keeps while it runs, `<output>/.p3data-work/`: its paths and its
+typed records. The stages write these and the driver reads them; nothing else does.
+
+    units/<unit>.json               UnitMarker: a source shard stage 1 has finished
+    <task>/<split>/part-NNNNN.tfrecord   stage 1's records for a task split and source shard
+    <task>/<split>/part-NNNNN.json  PartMeta: written after the records, so a meta with the
+                                    right fingerprint means the part is complete
+    <task>/<split>.summary.json     SplitSummary: stage 2's result for a task split
+    assembled/<task>/<split>.json   stage 2 has handled a task split (progress)
+    status/<task>.json              TaskStatus: the last stage's verdict on a task
+
+A plain task's part holds its final TFRecords, copied as they are into the output shards. A
+`_score_eval` twin's records are its examples without the `idx` feature, prefixed by the
+example's number within the shard and the choice number: `idx[0]` counts kept examples over
+the whole split, which is only known once every shard is done.
+
+Work records are not kept across p3data versions: one that cannot be read is redone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import msgspec
+
+from p3data import fs
+from p3data.format.example import read_varint, varint
+from p3data.format.layout import WORK_DIR
+from p3data.format.manifest import SplitRecord
+
+MAX_ERRORS_KEPT = 5  # row errors quoted per part and per split (all are counted)
+
+Record = TypeVar("Record")
+
+
+class WorkDir:
+    """Every path of a build's work folder, spelled once."""
+
+    def __init__(self, output_dir: str):
+        self.root = fs.join(output_dir, WORK_DIR)
+
+    def unit_marker(self, name: str) -> str:
+        return fs.join(self.root, "units", name + ".json")
+
+    @property
+    def unit_markers(self) -> str:
+        return fs.join(self.root, "units", "*.json")
+
+    def part(self, task: str, split: str, index: int, suffix: str) -> str:
+        return fs.join(self.root, task, split, f"part-{index:05d}{suffix}")
+
+    def split_summary(self, task: str, split: str) -> str:
+        return fs.join(self.root, task, f"{split}.summary.json")
+
+    @property
+    def assembled_root(self) -> str:
+        return fs.join(self.root, "assembled")
+
+    def assembled(self, task: str, split: str) -> str:
+        return fs.join(self.assembled_root, task, split + ".json")
+
+    @property
+    def assembled_markers(self) -> str:
+        return fs.join(self.assembled_root, "**")
+
+    def task_status(self, task: str) -> str:
+        return fs.join(self.root, "status", task + ".json")
+
+    def task(self, task: str) -> str:
+        """Everything stage 1 and 2 keep for one task (removed once it is complete)."""
+        return fs.join(self.root, task)
+
+
+@dataclass(frozen=True)
+class UnitMarker:
+    rows: int
+    key: str  # what the unit's parts were made for (see `cache.plan.WorkUnit.key`)
+
+
+@dataclass
+class PartMeta:
+    """What stage 1 made of one source shard for one task split."""
+
+    fingerprint: str
+    rows: list[int]  # [start, stop) of the source shard: a rerun cut differently redoes it
+    rows_read: int = 0
+    kept: int = 0  # kept source examples (for twins: before expanding the choices)
+    examples: int = 0  # records in the part
+    inputs_tokens: int = 0
+    inputs_max_tokens: int = 0
+    targets_tokens: int = 0
+    targets_max_tokens: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # the first few row errors, verbatim
+    schema: dict[str, int] = field(default_factory=dict)  # rows per schema mismatch category
+    failed: str = ""  # why the shard could not be processed at all
+    traceback: str = ""  # when that was an unexpected error (a bug)
+
+    def add_example(self, n_in: int, n_out: int) -> None:
+        """Count one record with `n_in` input and `n_out` target tokens (see `tokens`)."""
+        self.examples += 1
+        self.inputs_tokens += n_in
+        self.targets_tokens += n_out
+        self.inputs_max_tokens = max(self.inputs_max_tokens, n_in)
+        self.targets_max_tokens = max(self.targets_max_tokens, n_out)
+
+
+@dataclass(frozen=True)
+class SplitSummary:
+    """Stage 2's result for one task split: its manifest record, or why it failed."""
+
+    split: str
+    fingerprint: str = ""
+    record: SplitRecord | None = None  # None: the split failed
+    failed: str = ""
+    traceback: str = ""
+
+
+@dataclass(frozen=True)
+class TaskStatus:
+    failed: str = ""
+    tracebacks: list[str] = field(default_factory=list)
+
+
+def write_record(path: str, record: object) -> None:
+    fs.write_bytes(path, json.dumps(msgspec.to_builtins(record), sort_keys=True).encode())
+
+
+def read_record(path: str, kind: type[Record]) -> Record | None:
+    """The record at `path`; None when there is none or it cannot be read (it is redone)."""
+    try:
+        return msgspec.convert(json.loads(fs.read_bytes(path)), kind)
+    except (OSError, ValueError, msgspec.ValidationError):
+        return None
+
+
+def tokens(ids: list[int]) -> int:
+    """seqio's stats count ids that are neither EOS (1) nor padding (0)."""
+    return len(ids) - ids.count(0) - ids.count(1)
+
+
+def twin_record(ordinal: int, choice: int, entries: bytes) -> bytes:
+    return varint(ordinal) + varint(choice) + entries
+
+
+def unpack_twin(record: bytes) -> tuple[int, int, bytes]:
+    """(example number within the shard, choice number, the other map entries)."""
+    ordinal, pos = read_varint(record, 0)
+    choice, pos = read_varint(record, pos)
+    return ordinal, choice, record[pos:]
