@@ -60,10 +60,10 @@ def rendered_texts(mirror: Path) -> list[str]:
     catalog, collection = Catalog.load(), TemplateCollection.default()
     texts = []
     for key in DATASETS:
-        entry = catalog.get(*key)
+        entry = catalog[key]
         store = MirrorStore(mirror, entry)
         rows = [row for shard in store.list_shards("train") for row in store.read("train", shard)]
-        for outcomes in DatasetRenderer(collection.get(*key)).render_batch(rows).values():
+        for outcomes in DatasetRenderer(collection[key]).render_batch(rows).values():
             for outcome in outcomes:
                 if isinstance(outcome, Rendered):
                     texts += [outcome.inputs, outcome.targets]

@@ -9,23 +9,24 @@ from pathlib import Path
 import psutil
 
 from p3data.catalog import Catalog
+from p3data.dataset_key import DatasetKey
 from p3data.samples import generate_rows
 
 # Three of T0's training datasets, with all their templates (13 tasks).
-DATASETS = [("app_reviews", None), ("dbpedia_14", None), ("web_questions", None)]
+DATASETS = [DatasetKey("app_reviews"), DatasetKey("dbpedia_14"), DatasetKey("web_questions")]
 
 
-def write_mirror(root: Path, datasets, rows: int, split: str = "train", seed: int = 0) -> None:
+def write_mirror(root: Path, datasets, rows: int, *, split: str = "train", seed: int = 0) -> None:
     """`rows` generated rows of `split` for each dataset, as a local JSON Lines mirror."""
     catalog = Catalog.load()
-    for dataset, subset in datasets:
-        folder = root / dataset / subset if subset else root / dataset
+    for key in datasets:
+        folder = Path(key.folder(root))
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{split}.jsonl"
         if path.exists() and sum(1 for _ in path.open()) == rows:
             continue
         with path.open("w") as handle:
-            for row in generate_rows(catalog.get(dataset, subset), split, rows, seed):
+            for row in generate_rows(catalog[key], split, rows, seed):
                 handle.write(json.dumps(row) + "\n")
 
 

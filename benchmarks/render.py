@@ -13,15 +13,16 @@ import argparse
 import time
 
 from p3data.catalog import Catalog
+from p3data.dataset_key import DatasetKey
 from p3data.samples import generate_rows, sample_splits
-from p3data.templates import DatasetRenderer, TemplateCollection, parse_dataset_key
+from p3data.templates import DatasetRenderer, TemplateCollection
 
 
-def promptsource_rate(dataset: str, subset: str | None, rows: list[dict]) -> float:
+def promptsource_rate(key: DatasetKey, rows: list[dict]) -> float:
     from promptsource.templates import DatasetTemplates
     from promptsource.utils import removeHyphen
 
-    templates = DatasetTemplates(dataset, subset)
+    templates = DatasetTemplates(key.dataset, key.subset)
     start, pairs = time.perf_counter(), 0
     for name in templates.all_template_names:
         template = templates[name]
@@ -43,17 +44,17 @@ def main() -> None:
     parser.add_argument("--reference-rows", type=int, default=150)
     args = parser.parse_args()
     catalog, collection = Catalog.load(), TemplateCollection.default()
-    keys = [parse_dataset_key(k) for k in args.datasets] or [
+    keys = [DatasetKey.parse(k) for k in args.datasets] or [
         e.key for e in catalog if e.key in collection]
     print(f"{'dataset':32} {'tmpl':>4} {'promptsource/s':>15} {'p3data/s':>10} "
           f"{'compile s':>9} {'ratio':>7}")
     totals = {"ps_pairs": 0.0, "ps_time": 0.0, "our_pairs": 0.0, "our_time": 0.0}
     for key in keys:
-        entry = catalog.get(*key)
-        split = "train" if "train" in sample_splits(*key) else sample_splits(*key)[0]
+        entry = catalog[key]
+        split = "train" if "train" in sample_splits(key) else sample_splits(key)[0]
         rows = list(generate_rows(entry, split, args.rows))
-        templates = list(collection.get(*key))
-        ps = promptsource_rate(*key, rows[: args.reference_rows])
+        templates = list(collection[key])
+        ps = promptsource_rate(key, rows[: args.reference_rows])
         start = time.perf_counter()
         renderer = DatasetRenderer(templates)
         compile_time = time.perf_counter() - start

@@ -45,8 +45,8 @@ def main() -> None:
     flat, nested = [], []
     for entry in entries:
         group = flat if is_flat(entry.features) else nested
-        for split in sample_splits(*entry.key):
-            group += [(checkers[entry.key], row) for row in sample_rows(*entry.key, split)]
+        for split in sample_splits(entry.key):
+            group += [(checkers[entry.key], row) for row in sample_rows(entry.key, split)]
     problems = sum(len(checker.problems(row)) for checker, row in flat + nested)
 
     print(f"compile: {compile_ms:.3f} ms per features spec ({len(entries)} specs)")

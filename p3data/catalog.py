@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from p3data.dataset_key import DatasetKey
 from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
@@ -61,12 +62,12 @@ class DatasetEntry:
     source: str = ""  # the catalog file it came from
 
     @property
-    def key(self) -> tuple[str, str | None]:
-        return self.dataset, self.subset
+    def key(self) -> DatasetKey:
+        return DatasetKey(self.dataset, self.subset)
 
     @property
     def name(self) -> str:
-        return f"{self.dataset}/{self.subset}" if self.subset else self.dataset
+        return self.key.name
 
     def split_mappings(self) -> dict[str | None, dict[str, str]]:
         """Task split -> source split, per round (`None` when the dataset has no rounds)."""
@@ -166,7 +167,7 @@ def _entry_name(item: Any) -> str:
         return ""
     subset = item.get("subset")
     named = type(subset) in (str, int) and subset != ""
-    return f" ({item['dataset']}/{subset})" if named else f" ({item['dataset']})"
+    return f" ({DatasetKey(item['dataset'], str(subset) if named else None)})"
 
 
 def _problems(raw: Any) -> Iterator[tuple[_Location, str]]:
@@ -178,11 +179,12 @@ def _problems(raw: Any) -> Iterator[tuple[_Location, str]]:
         yield location, _describe(error)
     if not isinstance(raw, list):
         return
-    seen: dict[tuple[str, str | None], int] = {}
+    seen: dict[DatasetKey, int] = {}
     for number, item in enumerate(raw):
         if number in invalid:
             continue  # the cross-field rules assume well-typed fields
-        key = (item["dataset"], None if item.get("subset") is None else str(item["subset"]))
+        key = DatasetKey(item["dataset"],
+                         None if item.get("subset") is None else str(item["subset"]))
         if key in seen:
             yield (number,), f"the same dataset/subset as entry {seen[key] + 1}"
         seen.setdefault(key, number)
@@ -245,10 +247,10 @@ def _show(value: Any) -> str:
 
 
 class Catalog:
-    """Dataset entries by (dataset, subset), in file order; later files override by key."""
+    """Dataset entries by key, in file order; later files override by key."""
 
     def __init__(self, entries: Iterable[DatasetEntry]):
-        self._entries: dict[tuple[str, str | None], DatasetEntry] = {}
+        self._entries: dict[DatasetKey, DatasetEntry] = {}
         for entry in entries:
             self._entries[entry.key] = entry
 
@@ -265,12 +267,14 @@ class Catalog:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def __contains__(self, key: tuple[str, str | None]) -> bool:
+    def __contains__(self, key: DatasetKey) -> bool:
         return key in self._entries
 
-    def get(self, dataset: str, subset: str | None = None) -> DatasetEntry:
+    def __getitem__(self, key: DatasetKey) -> DatasetEntry:
         try:
-            return self._entries[(dataset, subset)]
+            return self._entries[key]
         except KeyError:
-            name = f"{dataset}/{subset}" if subset else dataset
-            raise CatalogError(f"dataset {name!r} is not in the catalog") from None
+            raise CatalogError(f"dataset {key.name!r} is not in the catalog") from None
+
+    def get(self, dataset: str, subset: str | None = None) -> DatasetEntry:
+        return self[DatasetKey(dataset, subset)]

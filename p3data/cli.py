@@ -26,6 +26,7 @@ from p3data.commands import (
     verify,
     vocab,
 )
+from p3data.commands.options import option_hint
 from p3data.errors import P3DataError
 
 COMMANDS = (render, tasks, cache, verify, peek, vocab, lint, validate, plan, overlap,
@@ -41,7 +42,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser, and each subcommand's own."""
     parser = _Parser(
         prog="p3data", description="T0's prompted tasks: render, register, cache, check.")
     parser.add_argument("-v", "--verbose", action="count", default=0,
@@ -49,11 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(commands)
-    return parser
+    return parser, commands.choices
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser, subcommands = build_parser()
     args, rest = parser.parse_known_args(argv)
     if rest and args.command != "cache":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
@@ -62,7 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except P3DataError as err:
-        print(f"p3data: error: {err}", file=sys.stderr)
+        hint = option_hint(err, subcommands[args.command])
+        print(f"p3data: error: {err}{hint}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away, e.g. `p3data list | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second complaint

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import functools
+import os
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True)
 class DatasetKey:
     dataset: str
     subset: str | None = None
@@ -21,9 +24,13 @@ class DatasetKey:
     def name(self) -> str:
         return f"{self.dataset}/{self.subset}" if self.subset else self.dataset
 
-    def folder(self, root: str) -> str:
+    def folder(self, root: str | os.PathLike[str]) -> str:
         """`<root>/<dataset>[/<subset>]`: where mirrors, samples and templates keep it."""
-        return f"{root.rstrip('/')}/{self.name}"
+        return f"{os.fspath(root).rstrip('/')}/{self.name}"
+
+    def __lt__(self, other: DatasetKey) -> bool:
+        """By name parts, a dataset without a subset first (None does not compare with str)."""
+        return (self.dataset, self.subset or "") < (other.dataset, other.subset or "")
 
     def __str__(self) -> str:
         return self.name

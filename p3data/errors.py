@@ -4,7 +4,15 @@ from __future__ import annotations
 
 
 class P3DataError(Exception):
-    """Base class of every error p3data raises on purpose."""
+    """Base class of every error p3data raises on purpose.
+
+    `setting` names what the user can change to fix it (e.g. "vocab", "rows", "lock"), so
+    that a front end can add its own name for it: the command line adds its option.
+    """
+
+    def __init__(self, *args: object, setting: str | None = None):
+        super().__init__(*args)
+        self.setting = setting
 
 
 class TemplateFileError(P3DataError):

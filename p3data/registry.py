@@ -13,18 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import seqio
-import tensorflow as tf
 
 from p3data import metrics, t0
 from p3data.catalog import Catalog, read_catalog_file
+from p3data.format.features import TOKEN_FEATURES
 from p3data.preprocessors import rank_classification
-from p3data.sources import PromptedSource
+from p3data.sources import PromptedSource, tf_dtype
 from p3data.templates import CompiledTemplate, Template, TemplateCollection
 from p3data.vocab import EXTRA_IDS, vocabulary_path
 
 
 class ConfiguredVocabulary(seqio.SentencePieceVocabulary):
-    """A SentencePiece vocabulary (100 extra ids, like T5's) whose file is chosen lazily."""
+    """A SentencePiece vocabulary (with T5's extra ids) whose file is chosen lazily."""
 
     def __init__(self) -> None:
         super().__init__(sentencepiece_model_file="", extra_ids=EXTRA_IDS)
@@ -39,13 +39,13 @@ class ConfiguredVocabulary(seqio.SentencePieceVocabulary):
         return self._sentencepiece_model_file or vocabulary_path()
 
 
-
 VOCABULARY = ConfiguredVocabulary()
 OUTPUT_FEATURES = {
-    # T0 feeds prompts without EOS and appends EOS (id 1) to targets.
-    "inputs": seqio.Feature(VOCABULARY, add_eos=False, dtype=tf.int32),
-    "targets": seqio.Feature(VOCABULARY, add_eos=True, dtype=tf.int32),
+    name: seqio.Feature(VOCABULARY, add_eos=feature.add_eos, dtype=tf_dtype(feature))
+    for name, feature in TOKEN_FEATURES.items()
 }
+# seqio's implementation of `t0.MixtureSpec.rate` for mixtures weighed by examples: it reads
+# the examples from each task's cache when the mixture is used.
 EVAL_RATE = functools.partial(seqio.mixing_rate_num_examples,
                               maximum=t0.MAX_EXAMPLES_PER_DATASET)
 
@@ -73,7 +73,7 @@ def _rank_metric(template: Template, targets: Any, scores: Any) -> dict[str, flo
 
 def register_task(spec: t0.TaskSpec, data_dir: str | os.PathLike | None = None) -> seqio.Task:
     """One seqio Task: tokenize, EOS on targets, then a cache placeholder (like T0's)."""
-    source = PromptedSource(spec.entry, spec.template, spec.split_mapping, data_dir)
+    source = PromptedSource(spec.entry, spec.template, spec.split_mapping, data_dir=data_dir)
     cached = [seqio.preprocessors.tokenize, seqio.preprocessors.append_eos,
               seqio.CacheDatasetPlaceholder(required=False)]
     if spec.score_eval:
@@ -97,7 +97,8 @@ def register_task(spec: t0.TaskSpec, data_dir: str | os.PathLike | None = None) 
 
 def register_mixture(name: str, tasks: Iterable[str],
                      rates: Mapping[str, float] | None = None) -> seqio.Mixture:
-    """Fixed per-task rates (like T0's training caps), or example counts capped at 500k."""
+    """Fixed per-task rates (like T0's training caps), or else T0's rule for evaluation
+    mixtures: the examples in each task's cache, at most `t0.MAX_EXAMPLES_PER_DATASET`."""
     tasks = list(tasks)
     if rates is not None:
         return seqio.MixtureRegistry.add(name, [(task, rates[task]) for task in tasks])
@@ -111,7 +112,7 @@ def register_definitions(definitions: t0.T0Definitions,
     for mixture in definitions.mixtures.values():
         if not mixture.tasks:
             continue
-        rates = ({task: definitions.tasks[task].cap for task in mixture.tasks}
+        rates = ({task: mixture.rate(definitions.tasks[task]) for task in mixture.tasks}
                  if mixture.rate_by_cap else None)
         register_mixture(mixture.name, mixture.tasks, rates)
 

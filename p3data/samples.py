@@ -14,23 +14,20 @@ from pathlib import Path
 from typing import Any
 
 from p3data.catalog import Catalog, DatasetEntry
+from p3data.dataset_key import DatasetKey
 from p3data.rows import read_jsonl
 from p3data.templates import DatasetRenderer, Rendered, TemplateCollection
 
 SAMPLES_DIR = Path(__file__).parent / "data" / "samples"
 
 
-def sample_folder(dataset: str, subset: str | None = None) -> Path:
-    return SAMPLES_DIR / dataset / subset if subset else SAMPLES_DIR / dataset
-
-
-def sample_splits(dataset: str, subset: str | None = None) -> list[str]:
+def sample_splits(key: DatasetKey) -> list[str]:
     """Split names with sample rows, sorted."""
-    return sorted(path.stem for path in sample_folder(dataset, subset).glob("*.jsonl"))
+    return sorted(path.stem for path in Path(key.folder(SAMPLES_DIR)).glob("*.jsonl"))
 
 
-def sample_rows(dataset: str, subset: str | None, split: str) -> list[dict[str, Any]]:
-    return read_jsonl(sample_folder(dataset, subset) / f"{split}.jsonl")
+def sample_rows(key: DatasetKey, split: str) -> list[dict[str, Any]]:
+    return read_jsonl(f"{key.folder(SAMPLES_DIR)}/{split}.jsonl")
 
 
 def generate_rows(
@@ -43,7 +40,7 @@ def generate_rows(
     words from the dataset's own samples. Appending keeps answers inside their contexts and
     answer offsets valid. The same entry, split, count and seed give the same rows.
     """
-    base = sample_rows(entry.dataset, entry.subset, split)
+    base = sample_rows(entry.key, split)
     if not base:
         raise ValueError(f"{entry.name}: no sample rows for split {split!r}")
     words = sorted({w for row in base for text in _strings(row) for w in text.split()})
@@ -80,9 +77,9 @@ def rendered_texts(catalog: Catalog, collection: TemplateCollection) -> Iterator
     for entry in catalog:
         if entry.key not in collection:
             continue
-        renderer = DatasetRenderer(collection.get(*entry.key))
-        for split in sample_splits(*entry.key):
-            for outcomes in renderer.render_batch(sample_rows(*entry.key, split)).values():
+        renderer = DatasetRenderer(collection[entry.key])
+        for split in sample_splits(entry.key):
+            for outcomes in renderer.render_batch(sample_rows(entry.key, split)).values():
                 for outcome in outcomes:
                     if isinstance(outcome, Rendered):
                         yield outcome.inputs

@@ -11,17 +11,20 @@ import os
 import random
 from collections.abc import Iterator, Sequence
 from functools import cached_property
-from itertools import islice
 
 import seqio
 import tensorflow as tf
 from absl import logging
 
 from p3data.catalog import DatasetEntry
+from p3data.format.features import ANSWER_CHOICES, INPUTS, TARGETS, Feature, source_features
 from p3data.stores import RowStore, Shard, open_store
 from p3data.templates import CompiledTemplate, Rendered, Template, prepare_row
 
-BATCH_ROWS = 256
+
+def tf_dtype(feature: Feature) -> tf.DType:
+    """TensorFlow's type for a feature of the table (which names dtypes as TensorFlow does)."""
+    return tf.as_dtype(feature.dtype)
 
 
 class PromptedSource(seqio.DataSource):
@@ -32,6 +35,7 @@ class PromptedSource(seqio.DataSource):
         entry: DatasetEntry,
         template: Template,
         split_mapping: dict[str, str],
+        *,
         data_dir: str | os.PathLike | None = None,
         seed: int = 0,
     ):
@@ -62,13 +66,9 @@ class PromptedSource(seqio.DataSource):
 
     @property
     def output_signature(self) -> dict[str, tf.TensorSpec]:
-        signature = {
-            "inputs": tf.TensorSpec((), tf.string),
-            "targets": tf.TensorSpec((), tf.string),
-        }
-        if self.template.answer_choices is not None:
-            signature["answer_choices"] = tf.TensorSpec((None,), tf.string)
-        return signature
+        features = source_features(with_choices=self.template.answer_choices is not None)
+        return {name: tf.TensorSpec(feature.shape, tf_dtype(feature))
+                for name, feature in features.items()}
 
     def get_dataset(
         self,
@@ -102,21 +102,17 @@ class PromptedSource(seqio.DataSource):
         with_choices = self.template.answer_choices is not None
         errors = 0
         for shard in shards:
-            rows = store.read(split, shard)
-            index = shard.start
-            while batch := list(islice(rows, BATCH_ROWS)):
-                for row in batch:
-                    outcome = self.compiled.render_prepared(prepare_row(row), index)
-                    index += 1
-                    if isinstance(outcome, Rendered):
-                        example = {"inputs": outcome.inputs, "targets": outcome.targets}
-                        if with_choices:
-                            example["answer_choices"] = outcome.answer_choices or []
-                        yield example
-                    elif outcome.error is not None:
-                        errors += 1
-                        if errors <= 5:
-                            logging.warning("%s: %s", self.entry.name, outcome.error)
+            for index, row in enumerate(store.read(split, shard), start=shard.start):
+                outcome = self.compiled.render_prepared(prepare_row(row), index)
+                if isinstance(outcome, Rendered):
+                    example = {INPUTS: outcome.inputs, TARGETS: outcome.targets}
+                    if with_choices:
+                        example[ANSWER_CHOICES] = outcome.answer_choices or []
+                    yield example
+                elif outcome.error is not None:
+                    errors += 1
+                    if errors <= 5:
+                        logging.warning("%s: %s", self.entry.name, outcome.error)
         if errors:
             logging.warning("%s/%s: %d rows failed to render and were skipped",
                             self.entry.name, self.template.name, errors)

@@ -58,7 +58,7 @@ class MirrorStore:
     """`<root>/<dataset>[/<subset>]/<split>.{jsonl,parquet}` or `<split>-NNNNN-of-MMMMM.*`."""
 
     def __init__(self, root: Path, entry: DatasetEntry, rows_per_shard: int = ROWS_PER_SHARD):
-        self.folder = root / entry.dataset / entry.subset if entry.subset else root / entry.dataset
+        self.folder = Path(entry.key.folder(root))
         self.entry = entry
         self.rows_per_shard = rows_per_shard
 
@@ -101,7 +101,7 @@ class ManualStore:
         self.entry = entry
         self.rows_per_shard = rows_per_shard
         self.spec = entry.manual_download or {}
-        self.folder = root / entry.dataset / entry.subset if entry.subset else root / entry.dataset
+        self.folder = Path(entry.key.folder(root))
 
     def path(self, split: str) -> Path:
         files = self.spec.get("files") or {}
@@ -201,12 +201,19 @@ def _describe(hub: HubLocation) -> str:
     return f"{hub.repo!r}{config}{revision}"
 
 
+def mirror_dir(data_dir: str | os.PathLike | None = None) -> Path | None:
+    """The local mirror to read rows from: `data_dir`, else `$P3DATA_DATA_DIR`; None when there
+    is none (rows then come from manual downloads or the Hub)."""
+    root = data_dir or os.environ.get(ENV_DATA_DIR)
+    return Path(root) if root else None
+
+
 def open_store(entry: DatasetEntry, data_dir: str | os.PathLike | None = None,
                rows_per_shard: int = ROWS_PER_SHARD) -> RowStore:
     """The mirror when one is set (it is then authoritative), else manual files, else the Hub."""
-    root = data_dir or os.environ.get(ENV_DATA_DIR)
-    if root:
-        return MirrorStore(Path(root), entry, rows_per_shard)
+    root = mirror_dir(data_dir)
+    if root is not None:
+        return MirrorStore(root, entry, rows_per_shard)
     if entry.manual_download:
         manual = os.environ.get(ENV_MANUAL_DIR) or DEFAULT_MANUAL_DIR
         return ManualStore(Path(manual).expanduser(), entry, rows_per_shard)

@@ -5,22 +5,30 @@ builder and `p3data plan`. The rules follow t-zero's `t0/seqio_tasks/tasks.py`:
 - one task per dataset/subset x template (ANLI: per round, named `anli_<template>_r1`...),
   named `re.sub(r"[^\\w\\d\\._]+", "_", f"{dataset}_{subset}_{template}")`;
 - a `_score_eval` twin for every template with an `answer_choices` expression;
-- training rate = T0's `train_size`, or 500,000 // (all templates of the dataset) above 500k;
+- training rate = T0's `train_size`, or 500,000 // (the dataset's templates) above 500k;
 - eval mixtures hold the twins of `original_task` templates; the bias mixture all twins.
+
+Two templates whose names differ only in punctuation ("A?" and "A!") make one task name, which
+seqio cannot register twice. Rather than fail `import p3data.tasks` for everyone, the later
+template in template-name order (or catalog order, across datasets) is skipped with a warning
+naming both, and recorded in `T0Definitions.skipped`; it makes no task and shares no cap.
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from p3data.catalog import Catalog, DatasetEntry
+from p3data.dataset_key import DatasetKey
 from p3data.errors import P3DataError
 from p3data.templates import Template, TemplateCollection
 
 MAX_EXAMPLES_PER_DATASET = 500_000
 SCORE_EVAL_SUFFIX = "_score_eval"
+_LOG = logging.getLogger(__name__)
 
 # Mixtures whose tasks are sampled by `train_size` caps; the others by example counts (max 500k).
 TRAINING_MIXTURES = {
@@ -41,8 +49,8 @@ TRAIN_SCORE_EVAL_SKIP = (
 )
 # t-zero's D4_TRAIN_SCORE_EVAL_TASK_BLACKLIST ("tasks that failed caching") lists score-eval
 # tasks of these datasets; every one of their original-task twins is named there or skipped.
-TRAIN_SCORE_EVAL_FAILED = {("amazon_polarity", None), ("dbpedia_14", None),
-                           ("wiki_hop", "original")}
+TRAIN_SCORE_EVAL_FAILED = {DatasetKey("amazon_polarity"), DatasetKey("dbpedia_14"),
+                           DatasetKey("wiki_hop", "original")}
 # t-zero's TASK_BLACKLIST names no task that exists at promptsource 0.1.0, so it is not needed.
 
 
@@ -82,8 +90,8 @@ class MixtureSpec:
     """A T0 mixture: its tasks, and the one rule that weighs them.
 
     Training mixtures weigh a task by its cap (T0's `train_size` rule, fixed when the task is
-    defined); the others by the examples its cache holds, at most 500,000, which is what
-    seqio's `mixing_rate_num_examples(maximum=500_000)` computes from the cache's stats.
+    defined); the others by the examples its cache holds, at most MAX_EXAMPLES_PER_DATASET,
+    which is what seqio's `mixing_rate_num_examples(maximum=...)` computes from the cache.
     """
 
     name: str
@@ -106,13 +114,31 @@ class MixtureSpec:
 
 
 @dataclass(frozen=True)
+class SkippedTemplate:
+    """A template that makes no task: a task name of it is that of a template defined before."""
+
+    template: Template
+    task: str
+    kept: Template  # the template that has the task
+
+    def __str__(self) -> str:
+        return (f"{self.template.where} (id {self.template.id}) is skipped: its task name "
+                f"{self.task!r} is also that of {self.kept.where} (id {self.kept.id}); rename "
+                "one of them")
+
+
+@dataclass(frozen=True)
 class T0Definitions:
     tasks: dict[str, TaskSpec]
     mixtures: dict[str, MixtureSpec]
+    skipped: tuple[SkippedTemplate, ...] = ()
 
     def rate(self, mixture: str, task: str, examples: int | None = None) -> int | None:
         """`MixtureSpec.rate` of one task of one mixture, by name."""
         return self.mixtures[mixture].rate(self.tasks[task], examples)
+
+
+_RoundNames = dict[str | None, tuple[str, str | None]]  # round -> (task, score-eval twin)
 
 
 def _is_original(template: Template) -> bool:
@@ -123,34 +149,47 @@ def define(catalog: Catalog, templates: TemplateCollection) -> T0Definitions:
     """T0's tasks and its 8 mixtures over every catalog dataset that has templates."""
     tasks: dict[str, TaskSpec] = {}
     members: dict[str, list[str]] = {name: [] for name in MIXTURE_NAMES}
-
-    def add(spec: TaskSpec) -> None:
-        if spec.name in tasks:
-            raise ValueError(f"two tasks are named {spec.name!r}")
-        tasks[spec.name] = spec
-
+    owners: dict[str, Template] = {}  # task name -> the template it was made of
+    skipped: list[SkippedTemplate] = []
     for entry in catalog:
         if entry.key not in templates:
             continue  # e.g. jigsaw_toxicity_pred: in T0's list, no templates in promptsource
-        dataset_templates = list(templates.get(*entry.key))
-        cap = training_cap(entry.train_size, len(dataset_templates))
-        first_original = next((t for t in dataset_templates if _is_original(t)), None)
+        kept: list[tuple[Template, _RoundNames]] = []
+        for template in templates[entry.key]:
+            names = _task_names(entry, template)
+            taken = [name for pair in names.values() for name in pair if name in owners]
+            if taken:
+                skipped.append(SkippedTemplate(template, taken[0], owners[taken[0]]))
+                _LOG.warning("%s", skipped[-1])
+                continue
+            kept.append((template, names))
+            owners.update((name, template) for pair in names.values() for name in pair if name)
+        cap = training_cap(entry.train_size, len(kept))
+        first_original = next((t for t, _ in kept if _is_original(t)), None)
         for round_name, mapping in entry.split_mappings().items():
-            for template in dataset_templates:
-                name = task_name(entry.dataset, entry.subset, template.name)
-                name += f"_{round_name}" if round_name else ""
-                add(TaskSpec(name, entry, template, mapping, cap=cap))
-                twin = None
-                if template.answer_choices:
-                    twin = name + SCORE_EVAL_SUFFIX
-                    add(TaskSpec(twin, entry, template, mapping, score_eval=True, cap=cap))
+            for template, names in kept:
+                name, twin = names[round_name]
+                tasks[name] = TaskSpec(name, entry, template, mapping, cap=cap)
+                if twin:
+                    tasks[twin] = TaskSpec(twin, entry, template, mapping, score_eval=True,
+                                           cap=cap)
                 for mixture in _mixtures_of(entry, template, twin, template is first_original):
                     members[mixture].append(twin if mixture.endswith(SCORE_EVAL_SUFFIX) else name)
     mixtures = {
         name: MixtureSpec(name, tuple(members[name]), not name.endswith(SCORE_EVAL_SUFFIX))
         for name in MIXTURE_NAMES
     }
-    return T0Definitions(tasks, mixtures)
+    return T0Definitions(tasks, mixtures, tuple(skipped))
+
+
+def _task_names(entry: DatasetEntry, template: Template) -> _RoundNames:
+    """Per round: the template's task name, and its `_score_eval` twin's when it has one."""
+    base = task_name(entry.dataset, entry.subset, template.name)
+    names: _RoundNames = {}
+    for round_name in entry.split_mappings():
+        name = f"{base}_{round_name}" if round_name else base
+        names[round_name] = (name, name + SCORE_EVAL_SUFFIX if template.answer_choices else None)
+    return names
 
 
 def _mixtures_of(entry: DatasetEntry, template: Template, twin: str | None,
@@ -174,6 +213,20 @@ def _mixtures_of(entry: DatasetEntry, template: Template, twin: str | None,
         yield "bias_fairness_eval_score_eval"
 
 
+def group_by_source_split(
+    specs: Iterable[TaskSpec], splits: Collection[str] = ()
+) -> dict[tuple[DatasetKey, str], list[tuple[TaskSpec, str]]]:
+    """(dataset, source split) -> the (task, task split) pairs that read it, so that one pass
+    over a dataset split serves all of its tasks. `splits` narrows the task splits read
+    (default: all of each task's); a task without any of them is left out."""
+    groups: dict[tuple[DatasetKey, str], list[tuple[TaskSpec, str]]] = {}
+    for spec in specs:
+        for split, source_split in spec.split_mapping.items():
+            if not splits or split in splits:
+                groups.setdefault((spec.entry.key, source_split), []).append((spec, split))
+    return groups
+
+
 def load_definitions() -> T0Definitions:
     """T0's tasks over the catalog and templates in effect (`P3DATA_CATALOG` and
     `P3DATA_TEMPLATE_DIRS` included)."""
@@ -185,7 +238,7 @@ def select(definitions: T0Definitions, mixtures: Sequence[str] = (),
     """The tasks of the given mixtures, narrowed (or, without mixtures, chosen) by regexes that
     must match whole task names, as seqio's `--tasks` does."""
     if not mixtures and not patterns:
-        raise P3DataError("choose tasks with --mixture NAME and/or --tasks REGEX")
+        raise P3DataError("no tasks chosen: name mixtures or task patterns", setting="tasks")
     unknown = [m for m in mixtures if m not in definitions.mixtures]
     if unknown:
         raise P3DataError(f"unknown mixture {unknown[0]!r}; known: "
@@ -196,7 +249,8 @@ def select(definitions: T0Definitions, mixtures: Sequence[str] = (),
         try:
             compiled = [re.compile(pattern) for pattern in patterns]
         except re.error as err:
-            raise P3DataError(f"--tasks: not a regular expression: {err}") from None
+            raise P3DataError(f"a task pattern is not a regular expression: {err}",
+                              setting="task_pattern") from None
         names = [name for name in names if any(c.fullmatch(name) for c in compiled)]
     if not names:
         where = f" in {', '.join(mixtures)}" if mixtures else ""

@@ -14,7 +14,6 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 EOS_ID = 1
-PAD_ID = 0
 # Short strings (labels, answer choices) repeat across rows and templates: tokenize them once.
 MEMO_MAX_CHARS = 64
 _MEMO_MAX_ENTRIES = 200_000

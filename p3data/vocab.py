@@ -46,8 +46,8 @@ def read_vocabulary(path: str | None = None) -> bytes:
         model = fs.read_bytes(path)
     except Exception as err:  # noqa: BLE001 - any filesystem's failure means the same here
         raise VocabularyError(
-            f"cannot read the SentencePiece model {path!r} ({err}); pass --vocab or set "
-            f"{ENV_VOCAB} (offline: {SAMPLE_VOCAB})") from None
+            f"cannot read the SentencePiece model {path!r} ({err}); set {ENV_VOCAB} or choose "
+            f"another model (offline: {SAMPLE_VOCAB})", setting="vocab") from None
     _check_model(path, model)
     return model
 
@@ -60,7 +60,7 @@ def _check_model(path: str, model: bytes) -> None:
         spm.SentencePieceProcessor(model_proto=model)
     except (RuntimeError, OSError, ValueError):
         raise VocabularyError(f"{path} is not a SentencePiece model (it does not parse as one);"
-                              f" pass --vocab with a .model file") from None
+                              " choose a .model file", setting="vocab") from None
 
 
 

@@ -1,37 +1,38 @@
+"""Fixtures shared by the test modules (helpers to import are in `helpers/`)."""
+
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
-
-def write_templates(root: Path, dataset: str, subset: str | None, body: str) -> Path:
-    """Write a promptsource-format templates.yaml; `body` is the YAML under `templates:`."""
-    folder = root / dataset / subset if subset else root / dataset
-    folder.mkdir(parents=True, exist_ok=True)
-    head = f"dataset: {dataset}\n" + (f"subset: {subset}\n" if subset else "")
-    path = folder / "templates.yaml"
-    path.write_text(head + "templates:\n" + textwrap.indent(textwrap.dedent(body), "  "))
-    return path
-
-
-def template_entry(tid: str, name: str, jinja: str, answer_choices: str | None = None,
-                   original_task: bool = True) -> str:
-    choices = f"answer_choices: {answer_choices!r}\n  " if answer_choices is not None else ""
-    return (
-        f"{tid}: !Template\n"
-        f"  {choices}id: {tid}\n"
-        f"  jinja: {jinja!r}\n"
-        f"  metadata: !TemplateMetadata\n"
-        f"    choices_in_prompt: false\n"
-        f"    metrics:\n    - Accuracy\n"
-        f"    original_task: {str(original_task).lower()}\n"
-        f"  name: {name!r}\n"
-        f"  reference: ''\n"
-    )
+from p3data.samples import SAMPLES_DIR
+from p3data.stores import ENV_DATA_DIR
+from p3data.vocab import SAMPLE_VOCAB, set_vocabulary
 
 
 @pytest.fixture
 def template_dir(tmp_path: Path) -> Path:
     return tmp_path / "templates"
+
+
+@pytest.fixture(scope="session")
+def t0_tasks():
+    """T0's tasks and mixtures registered in seqio, once a session (registering reads no data
+    and loads no vocabulary): `p3data.tasks.DEFINITIONS`."""
+    import p3data.tasks
+
+    return p3data.tasks.DEFINITIONS
+
+
+@pytest.fixture(scope="module")
+def samples_in_seqio(t0_tasks):
+    """For one module's tests, seqio reads the registered tasks' rows from the bundled samples
+    and tokenizes them with the sample vocabulary; both are undone after the module."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_DATA_DIR, str(SAMPLES_DIR))
+        set_vocabulary(SAMPLE_VOCAB)
+        try:
+            yield t0_tasks
+        finally:
+            set_vocabulary(None)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cache_helpers import (
+from helpers.cache import (
     assert_packs,
     assert_same_examples,
     cache_command,
@@ -21,16 +21,11 @@ from cache_helpers import (
     tree,
     write_mirror,
 )
-from conftest import template_entry, write_templates
+from helpers.templates import template_entry, write_templates
 
 from p3data.cache.verify import verify_task
-from p3data.samples import SAMPLES_DIR
-from p3data.stores import ENV_DATA_DIR
-from p3data.vocab import SAMPLE_VOCAB, set_vocabulary
 
-os.environ[ENV_DATA_DIR] = str(SAMPLES_DIR)
-set_vocabulary(SAMPLE_VOCAB)
-import p3data.tasks  # noqa: E402,F401
+pytestmark = pytest.mark.usefixtures("samples_in_seqio")
 
 TASKS = ["super_glue_copa_exercise", "super_glue_copa_exercise_score_eval",
          "super_glue_copa__As_a_result_C1_or_C2_", "anli_GPT_3_style_r1",

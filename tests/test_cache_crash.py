@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -16,18 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from cache_helpers import read_examples, run_cache, tree
+from helpers.cache import read_examples, run_cache, tree
 
 from p3data.cache.verify import verify_task
-from p3data.samples import SAMPLES_DIR
-from p3data.stores import ENV_DATA_DIR
-from p3data.vocab import SAMPLE_VOCAB, set_vocabulary
+from p3data.vocab import SAMPLE_VOCAB
 
-os.environ[ENV_DATA_DIR] = str(SAMPLES_DIR)
-set_vocabulary(SAMPLE_VOCAB)
-import p3data.tasks  # noqa: E402,F401
+pytestmark = pytest.mark.usefixtures("samples_in_seqio")
 
-CRASH_RUN = str(Path(__file__).with_name("crash_run.py"))
+CRASH_RUN = str(Path(__file__).parent / "helpers" / "crash_run.py")
 TASKS = ["--tasks", "super_glue_rte_GPT_3_style(_score_eval)?|super_glue_copa_exercise",
          "--rows-per-shard", "8"]
 _READ_BACK: set[str] = set()  # digests of task folders seqio already read back correctly

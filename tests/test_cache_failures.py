@@ -11,9 +11,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from cache_helpers import cache_command, copy_samples, run_cache
+from helpers.cache import cache_command, copy_samples, run_cache
 
 from p3data.cache.lock import output_lock
+from p3data.dataset_key import DatasetKey
 from p3data.samples import sample_rows
 
 COPA = "super_glue_copa_exercise"
@@ -43,8 +44,8 @@ def test_an_unreadable_file_fails_only_its_dataset_split(tmp_path, damage):
     else:
         (copa / "validation.jsonl").unlink()
         path = copa / "validation.parquet"
-        pq.write_table(pa.Table.from_pylist(sample_rows("super_glue", "copa", "validation")),
-                       path)
+        rows = sample_rows(DatasetKey("super_glue", "copa"), "validation")
+        pq.write_table(pa.Table.from_pylist(rows), path)
         data = path.read_bytes()
         path.write_bytes(data[:20] + b"\0" * 64 + data[84:] if damage == "corrupt parquet"
                          else b"premise,choice1\nnot,parquet\n")
@@ -90,10 +91,10 @@ def test_an_unexpected_error_fails_its_dataset_split_and_keeps_the_traceback(tmp
         "import sys\n"
         "import p3data.cache.shard_work as work\n"
         "real = work._render_shard\n"
-        "def buggy(config, unit, *args):\n"
+        "def buggy(config, unit, **kwargs):\n"
         "    if unit.job.entry.subset == 'copa':\n"
         "        raise RuntimeError('injected bug')\n"
-        "    return real(config, unit, *args)\n"
+        "    return real(config, unit, **kwargs)\n"
         "work._render_shard = buggy\n"
         "from p3data.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n")

@@ -7,6 +7,7 @@ import io
 
 import numpy as np
 import pytest
+import sentencepiece as spm
 import seqio
 import tensorflow as tf
 
@@ -74,7 +75,10 @@ def test_tokenizer_gives_seqios_ids():
              "ünïcödé text", "yes", "yes"]
     ours = Tokenizer(model, 100).encode(texts)
     assert ours == [vocab.encode(t) for t in texts]
-    assert ours[0] != vocab.tokenizer.encode("Pick the best answer: <extra_id_0> or not?")[:0]
+    # "<extra_id_0>" in a text is one token, seqio's highest id (the plain model splits it)
+    assert ours[0].count(vocab.vocab_size - 1) == 1
+    plain = spm.SentencePieceProcessor(model_proto=model).encode(texts[0])
+    assert vocab.vocab_size - 1 not in plain and len(plain) > len(ours[0])
 
 
 def test_fast_entries_equal_the_general_encoder():

@@ -20,6 +20,7 @@ from p3data.catalog import (
     read_catalog_file,
 )
 from p3data.cli import main
+from p3data.dataset_key import DatasetKey
 from p3data.schema import RowChecker
 
 SCHEMA = json.loads(SCHEMA_FILE.read_text())
@@ -156,7 +157,8 @@ def test_what_the_shipped_catalog_relies_on_stays_accepted(tmp_path):
                                  "files": {"test": "test.csv"}, "columns": {"Text": "text"},
                                  "downloads": ["test.csv"]}}
     (read,) = read_catalog_file(write(tmp_path, [entry]))
-    assert read.key == ("trec", "2016") and read.hub.repo is None and read.text_lengths == {}
+    assert read.key == DatasetKey("trec", "2016")
+    assert read.hub.repo is None and read.text_lengths == {}
     assert read.manual_download["files"] == {"test": "test.csv"}
     rounds = {"r1": {"train": "train", "test": "test"}}
     (read,) = read_catalog_file(write(tmp_path, [{**TREC, "rounds": rounds}]))

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
-from cache_helpers import P3DATA
+from helpers.cache import P3DATA
 
 from p3data.cli import BUG, build_parser, main
 from p3data.commands import tasks
 from p3data.errors import P3DataError
 from p3data.samples import SAMPLES_DIR
+from p3data.stores import ENV_DATA_DIR
 
 COPA = SAMPLES_DIR / "super_glue" / "copa"
 
@@ -99,8 +101,9 @@ def test_a_reader_that_goes_away_is_no_error():
 
 
 def test_verbose_is_counted_before_the_subcommand(capsys):
-    args, _ = build_parser().parse_known_args(["-vv", "list"])
-    assert args.verbose == 2 and build_parser().parse_args(["list"]).verbose == 0
+    parser, _ = build_parser()
+    args, _ = parser.parse_known_args(["-vv", "list"])
+    assert args.verbose == 2 and parser.parse_args(["list"]).verbose == 0
     assert main(["-v", "list", "--mixture", "t0_train_one_og_prompt"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 35
 
@@ -143,3 +146,20 @@ def test_an_output_that_cannot_be_written_is_one_line(tmp_path, capsys):
                  "--samples", "--max-rows", "2", "--exclude-out", str(folder)]) == 2
     assert capsys.readouterr().err.endswith(
         f"p3data: error: {folder}: cannot write it (Is a directory)\n")
+
+
+@pytest.mark.parametrize(("args", "ending"), [
+    (["validate", "--mixture", "t0_train"], "or the bundled sample rows (--data-dir, --samples)"),
+    (["cache", "--output-dir", "out", "--tasks", "("], "(--tasks)"),
+    (["cache", "--output-dir", "out"], "name mixtures or task patterns (--mixture, --tasks)"),
+    (["cache", "--output-dir", "out", "--tasks", "anli.*", "--vocab", "README.md"],
+     "choose a .model file (--vocab)"),
+])
+def test_the_command_line_names_its_option_for_what_to_change(monkeypatch, capsys, args,
+                                                              ending):
+    monkeypatch.delenv(ENV_DATA_DIR, raising=False)
+    monkeypatch.chdir(Path(__file__).parent.parent)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"{ending}\n") and len(err.splitlines()) == 1
+    assert "--" not in err.removesuffix(f"{ending}\n")  # the library names no option

@@ -4,18 +4,23 @@ loading code runs on a local parquet repository (no network)."""
 from __future__ import annotations
 
 import json
+import logging
+import os
+import subprocess
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import seqio
-from conftest import template_entry, write_templates
+from helpers.templates import template_entry, write_templates
 
-from p3data.catalog import Catalog, DatasetEntry, HubLocation
+from p3data import t0
+from p3data.catalog import ENV_CATALOG, Catalog, DatasetEntry, HubLocation, read_catalog_file
 from p3data.registry import register_mixture, register_prompted
 from p3data.stores import HubStore
-from p3data.vocab import SAMPLE_VOCAB, set_vocabulary
-
-set_vocabulary(SAMPLE_VOCAB)
+from p3data.templates import TemplateCollection, TemplateSource, default_sources
+from p3data.templates.collection import ENV_TEMPLATE_DIRS
 
 CATALOG = """
 - dataset: my_reviews
@@ -25,7 +30,8 @@ CATALOG = """
 """
 
 
-def test_register_own_dataset_templates_and_mixture(tmp_path, monkeypatch):
+@pytest.mark.usefixtures("samples_in_seqio")  # the sample vocabulary
+def test_register_own_dataset_templates_and_mixture(tmp_path):
     templates = tmp_path / "templates"
     write_templates(templates, "my_reviews", "v1", template_entry(
         "my-1", "Is it good?", "{{ text }} Is it good? ||| {{ answer_choices[label] }}",
@@ -73,3 +79,49 @@ def test_hub_store_loads_a_parquet_repository(tmp_path):
 def test_catalog_has_hub_locations_or_says_why_not():
     for entry in Catalog.load():
         assert entry.hub.repo or entry.hub.notes, entry.name
+
+
+def _colliding_templates(tmp_path):
+    """A catalog entry and two templates, "Is it good?" and "Is it good!", whose task names
+    are the same: `my_reviews_v1_Is_it_good_`."""
+    catalog = tmp_path / "catalog.yaml"
+    catalog.write_text(CATALOG + "  train_size: 1000000\n")
+    templates = tmp_path / "templates"
+    path = write_templates(templates, "my_reviews", "v1", template_entry(
+        "id-question", "Is it good?", "{{ text }} Is it good? ||| {{ text }}")
+        + template_entry("id-bang", "Is it good!", "{{ text }} Is it good! ||| {{ text }}")
+        + template_entry("id-echo", "Echo", "{{ text }} ||| {{ text }}"))
+    return catalog, templates, path
+
+
+def test_task_name_collision_skips_the_later_template_naming_both(tmp_path, caplog):
+    catalog_file, templates, path = _colliding_templates(tmp_path)
+    catalog = Catalog([*Catalog.load(), *read_catalog_file(catalog_file)])
+    collection = TemplateCollection([*default_sources(), TemplateSource(templates, "mine")])
+    with caplog.at_level(logging.WARNING, logger="p3data.t0"):
+        definitions = t0.define(catalog, collection)
+
+    mine = sorted(name for name in definitions.tasks if name.startswith("my_reviews"))
+    assert mine == ["my_reviews_v1_Echo", "my_reviews_v1_Is_it_good_"]
+    # "Is it good!" sorts before "Is it good?", so it has the task; the other is skipped
+    assert definitions.tasks["my_reviews_v1_Is_it_good_"].template.id == "id-bang"
+    [skipped] = definitions.skipped
+    assert (skipped.template.id, skipped.kept.id) == ("id-question", "id-bang")
+    message = caplog.records[-1].getMessage()
+    assert str(path) in message and "'Is it good?'" in message and "'Is it good!'" in message
+    assert "my_reviews_v1_Is_it_good_" in message
+    # above 500k rows, T0's cap is shared by the dataset's two remaining templates, not three
+    assert definitions.tasks["my_reviews_v1_Echo"].cap == 500_000 // 2
+    assert len(definitions.tasks) == 971 + 2  # T0's tasks are untouched
+
+
+def test_import_p3data_tasks_survives_a_task_name_collision(tmp_path):
+    catalog, templates, _ = _colliding_templates(tmp_path)
+    env = {**os.environ, ENV_CATALOG: str(catalog), ENV_TEMPLATE_DIRS: str(templates)}
+    result = subprocess.run(
+        [sys.executable, "-c", "import seqio, p3data.tasks; "
+         "print(len([n for n in seqio.TaskRegistry.names() if n.startswith('my_reviews')]))"],
+        env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["2"]
+    assert "is skipped: its task name 'my_reviews_v1_Is_it_good_'" in result.stderr

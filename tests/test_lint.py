@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import template_entry, write_templates
+from helpers.templates import template_entry, write_templates
 
 from p3data.cli import main
 from p3data.quality.lint import ERROR, WARNING, lint

@@ -56,7 +56,8 @@ def test_a_second_acquire_in_this_process_names_the_holder(tmp_path):
     assert one_line(err) == (
         f"{tmp_path} is being written by {held.owner}@{held.host} (pid {os.getpid()}, "
         f"{COMMAND}) since {held.started[:10]} {held.started[11:16]} UTC; wait for it, or if "
-        "that run is dead rerun with --force to take over")
+        "that run is dead rerun taking over the lock")
+    assert err.value.setting == "lock"  # the command line adds its option: --force
 
 
 def test_a_holder_on_another_host_is_described_as_the_brief_says(tmp_path):
@@ -67,8 +68,8 @@ def test_a_holder_on_another_host_is_described_as_the_brief_says(tmp_path):
         pass
     assert one_line(err) == (
         f"{tmp_path} is being written by alice@host1 (pid 4242, p3data cache --mixture "
-        "t0_train) since 2026-11-22 12:00 UTC; wait for it, or if that run is dead rerun with "
-        "--force to take over")
+        "t0_train) since 2026-11-22 12:00 UTC; wait for it, or if that run is dead rerun "
+        "taking over the lock")
 
 
 def test_another_process_holds_then_dies_then_force_takes_over(tmp_path, caplog):
@@ -87,7 +88,7 @@ def test_another_process_holds_then_dies_then_force_takes_over(tmp_path, caplog)
     with pytest.raises(LockHeldError) as err, output_lock(str(tmp_path)):
         pass
     assert f"(pid {holder.pid}, {COMMAND})" in one_line(err)
-    assert "but that process is no longer running; rerun with --force to take over" in str(
+    assert "but that process is no longer running; rerun taking over the lock" in str(
         err.value)
 
     with caplog.at_level(logging.WARNING), output_lock(str(tmp_path), force=True) as held:
@@ -110,7 +111,7 @@ def test_a_garbled_lock_is_held_and_said_to_be_unreadable(tmp_path, caplog):
     with pytest.raises(LockHeldError) as err, output_lock(str(tmp_path)):
         pass
     assert f"{tmp_path} is locked, but {tmp_path}/.p3data-lock is unreadable" in one_line(err)
-    assert "--force" in str(err.value)
+    assert "rerun taking over the lock" in str(err.value) and err.value.setting == "lock"
     with caplog.at_level(logging.WARNING), output_lock(str(tmp_path), force=True):
         pass
     assert any("unreadable" in r.getMessage() for r in caplog.records)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from p3data import metrics as mt
+from p3data.errors import NotFoundError
 
 
 def approx(value: float) -> object:
@@ -262,7 +263,7 @@ def test_glue_and_super_glue_tables():
     assert set(multirc_em([{"group": 0, "value": 1}], [{"value": 1}])) == {"exact_match"}
     (record,) = mt.super_glue_metrics("record")
     assert record([{"group": 0, "value": ["x"]}], [{"value": "x"}]) == {"em": 100.0, "f1": 100.0}
-    with pytest.raises(KeyError):
+    with pytest.raises(NotFoundError, match="no metrics for the SuperGLUE subset 'wsc.fixed'"):
         mt.super_glue_metrics("wsc.fixed")
 
 
@@ -273,7 +274,7 @@ def test_task_metrics_follows_t0():
     assert len(mt.task_metrics("super_glue", "cb", ["Accuracy"])) == 2
     assert mt.task_metrics("super_glue", "axg", ["Accuracy"]) == []
     assert mt.task_metrics("xsum", None, ["ROUGE", "Other"]) == [mt.rouge, mt.accuracy]
-    with pytest.raises(KeyError, match="Mean Reciprocal Rank"):
+    with pytest.raises(NotFoundError, match="Mean Reciprocal Rank"):
         mt.task_metrics("toy", None, ["Mean Reciprocal Rank"])
 
 

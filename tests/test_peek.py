@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cache_helpers import P3DATA, run_cache
+from helpers.cache import P3DATA, run_cache
 
 from p3data.cli import main
 from p3data.commands import console

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import template_entry, write_templates
+from helpers.templates import template_entry, write_templates
 
 from p3data import t0
 from p3data.catalog import ENV_CATALOG

@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 
 import pytest
-from t0_reference import Reference, promptsource_template, t0_apply
+from helpers.t0_reference import Reference, promptsource_template, t0_apply
 
+from p3data.dataset_key import DatasetKey
 from p3data.samples import SAMPLES_DIR, sample_rows, sample_splits
 from p3data.templates import CompiledTemplate, Dropped, Rendered, TemplateCollection
 from p3data.templates.render import EMPTY_INPUTS, EXTRA_SEPARATOR, NO_SEPARATOR, RENDER_ERROR
@@ -18,7 +19,7 @@ def _sample_keys() -> list[tuple[str, str | None]]:
     keys = []
     for folder in sorted(SAMPLES_DIR.rglob("*.jsonl")):
         rel = folder.parent.relative_to(SAMPLES_DIR).parts
-        key = (rel[0], rel[1] if len(rel) > 1 else None)
+        key = DatasetKey(rel[0], rel[1] if len(rel) > 1 else None)
         if key not in keys and key in COLLECTION:
             keys.append(key)
     return keys
@@ -70,9 +71,9 @@ def _matches(ours, ref: Reference) -> bool:
 def _compare(key, rows_by_case):
     """Every template of `key` on every row: returns (mismatches, kept count per template)."""
     mismatches, kept = [], {}
-    for template in COLLECTION.get(*key):
+    for template in COLLECTION[key]:
         compiled = CompiledTemplate(template)
-        reference = promptsource_template(key[0], key[1], template.name)
+        reference = promptsource_template(key.dataset, key.subset, template.name)
         kept[template.name] = 0
         for case, rows in rows_by_case.items():
             for index, row in enumerate(rows):
@@ -84,19 +85,19 @@ def _compare(key, rows_by_case):
     return mismatches, kept
 
 
-@pytest.mark.parametrize("key", SAMPLE_KEYS, ids=lambda k: "/".join(p for p in k if p))
+@pytest.mark.parametrize("key", SAMPLE_KEYS, ids=str)
 def test_sample_rows_render_like_promptsource(key):
-    rows = {split: sample_rows(key[0], key[1], split) for split in sample_splits(*key)}
+    rows = {split: sample_rows(key, split) for split in sample_splits(key)}
     mismatches, kept = _compare(key, rows)
     assert not mismatches, mismatches[:3]
     never = [name for name, n in kept.items() if n == 0]
     assert not never, f"templates that keep no sample row: {never}"
 
 
-@pytest.mark.parametrize("key", SAMPLE_KEYS, ids=lambda k: "/".join(p for p in k if p))
+@pytest.mark.parametrize("key", SAMPLE_KEYS, ids=str)
 def test_edge_cases_render_like_promptsource(key):
-    split = sample_splits(*key)[0]
-    base = sample_rows(key[0], key[1], split)[:3]
+    split = sample_splits(key)[0]
+    base = sample_rows(key, split)[:3]
     rows = {case: [make(row) for row in base] for case, make in EDGE_CASES.items()}
     mismatches, _ = _compare(key, rows)
     assert not mismatches, mismatches[:3]

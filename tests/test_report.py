@@ -6,12 +6,18 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
+import fsspec
 import pytest
-from cache_helpers import P3DATA, run_cache
+from helpers.cache import P3DATA, run_cache
 
+from p3data import fs
 from p3data.cli import main
+from p3data.format.example import decode_example, feature_spans, value_count
+from p3data.format.tfrecord import frame, read_records
+from p3data.report.collect import example_lengths
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -58,7 +64,6 @@ def test_page_renders_with_plots_and_tables_in_chromium(report, tmp_path):
     assert shot.stat().st_size > 20_000  # a page with content, not a blank one
 
 
-
 def test_broken_tasks_are_named_warnings_and_the_rest_is_reported(report, tmp_path, capsys):
     root = Path(shutil.copytree(report[0], tmp_path / "cache"))
     shard = sorted(root.glob("*/train.tfrecord-00000-of-00001"))[0]
@@ -95,3 +100,48 @@ def test_no_cache_there_is_one_error_line(tmp_path, capsys):
     assert capsys.readouterr().err.startswith(
         f"p3data: error: {tmp_path / 'empty'}: no task folders in it")
     assert not out.exists()
+
+
+@pytest.fixture
+def memory_cache(report):
+    """The report's cache copied into fsspec's in-memory filesystem (as a gs:// bucket would
+    hold it: no local path anywhere)."""
+    root = f"memory://report-{uuid.uuid4().hex}/cache"
+    fsspec.filesystem("memory").put(str(report[0]), fs.resolve(root)[1], recursive=True)
+    yield root
+    fs.delete_tree(fs.parent_of(root))
+
+
+def test_a_cache_on_any_fsspec_filesystem_reports_the_same(report, memory_cache, tmp_path,
+                                                           capsys):
+    cache, local_out = report
+    out = tmp_path / local_out.name
+    assert main(["report", memory_cache, "--out", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("14 tasks, ")
+    markdown = out.with_suffix(".md").read_text()
+    assert f"`{memory_cache}`" in markdown
+    assert markdown.replace(memory_cache, str(cache)) == local_out.with_suffix(".md").read_text()
+
+
+def test_a_record_that_is_no_example_is_a_named_warning(memory_cache, tmp_path, capsys):
+    shard = fs.glob(fs.join(memory_cache, "glue_mrpc_replace", "train.tfrecord-*"))[0]
+    fs.write_bytes(shard, frame(b"\x0a\x05ab"))  # a field longer than the record
+    assert main(["report", memory_cache, "--out", str(tmp_path / "report.html")]) == 1
+    assert capsys.readouterr().err == (
+        f"warning: {shard}: record 0 is not a tf.train.Example (a field runs past the end of "
+        "its message); task left out (check the cache with p3data verify)\n")
+
+
+def test_fast_lengths_count_what_the_decoder_decodes(report):
+    """Every feature of every record: token ids, texts, and the twins' idx, weight, flags."""
+    kinds = set()
+    for shard in sorted(report[0].glob("*/*.tfrecord-*")):
+        with shard.open("rb") as handle:
+            for record in read_records(handle, str(shard)):
+                decoded = decode_example(record)
+                assert example_lengths(record) == (len(decoded["inputs"]),
+                                                   len(decoded["targets"]))
+                for name, start, end in feature_spans(record):
+                    assert value_count(record, start, end) == len(decoded[name.decode()])
+                kinds |= {type(values[0]) for values in decoded.values() if values}
+    assert kinds == {bytes, int, float}

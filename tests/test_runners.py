@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from cache_helpers import run_cache, tree
+from helpers.cache import run_cache, tree
 
 TASKS = "super_glue_copa_exercise.*|anli_GPT_3_style_r2.*|super_glue_rte_GPT_3_style"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from p3data.catalog import Catalog
+from p3data.dataset_key import DatasetKey
 from p3data.samples import generate_rows, sample_rows, sample_splits
 from p3data.schema import RowChecker
 
@@ -24,9 +25,9 @@ def test_catalog_lists_t0s_66_datasets():
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.name)
 def test_samples_cover_every_split_and_follow_the_schema(entry):
-    assert sample_splits(*entry.key) == sorted(entry.splits)
+    assert sample_splits(entry.key) == sorted(entry.splits)
     for split in entry.splits:
-        rows = sample_rows(*entry.key, split)
+        rows = sample_rows(entry.key, split)
         assert len(rows) >= 8, f"{split}: {len(rows)} rows"
         checker = RowChecker(entry.features)
         for number, row in enumerate(rows):
@@ -39,7 +40,7 @@ def test_generator_is_deterministic_and_keeps_labels():
     first = list(generate_rows(entry, "train", 200, seed=3))
     assert first == list(generate_rows(entry, "train", 200, seed=3))
     assert first != list(generate_rows(entry, "train", 200, seed=4))
-    samples = sample_rows("super_glue", "copa", "train")
+    samples = sample_rows(DatasetKey("super_glue", "copa"), "train")
     assert {r["question"] for r in first} == {r["question"] for r in samples}
     checker = RowChecker(entry.features)
     assert all(checker.problems(row) == [] for row in first)
@@ -49,7 +50,7 @@ def test_generator_lengthens_free_text_towards_real_lengths():
     entry = CATALOG.get("cnn_dailymail", "3.0.0")
     rows = list(generate_rows(entry, "train", 300))
     mean = sum(len(r["article"]) for r in rows) / len(rows)
-    sample_mean = sum(len(r["article"]) for r in sample_rows(*entry.key, "train")) / 10
+    sample_mean = sum(len(r["article"]) for r in sample_rows(entry.key, "train")) / 10
     assert mean > 2 * sample_mean and 0.5 * entry.text_lengths["article"] < mean
     squad = CATALOG.get("squad_v2")
     for row in generate_rows(squad, "train", 50):  # answers stay inside their contexts

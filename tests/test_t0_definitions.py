@@ -6,6 +6,7 @@ import pytest
 
 from p3data import t0
 from p3data.catalog import Catalog
+from p3data.dataset_key import DatasetKey
 from p3data.templates import TemplateCollection
 
 
@@ -98,7 +99,8 @@ def test_one_original_prompt_per_dataset(definitions):
     ("super_glue", "wic", 10)])
 def test_eval_breakdown(definitions, dataset, subset, count):
     tasks = definitions.mixtures["t0_eval_score_eval"].tasks
-    assert sum(definitions.tasks[t].entry.key == (dataset, subset) for t in tasks) == count
+    key = DatasetKey(dataset, subset)
+    assert sum(definitions.tasks[t].entry.key == key for t in tasks) == count
 
 
 def test_eval_hellaswag_templates(definitions):

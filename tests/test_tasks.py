@@ -10,20 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import seqio
-from cache_helpers import assert_packs, assert_same_examples, read_examples, run_cache
+from helpers.cache import assert_packs, assert_same_examples, read_examples, run_cache
 
+from p3data import t0
+from p3data.dataset_key import DatasetKey
 from p3data.samples import SAMPLES_DIR, sample_rows
 from p3data.stores import ENV_DATA_DIR, ENV_MANUAL_DIR, DataNotFoundError
 from p3data.templates import CompiledTemplate, Rendered
-from p3data.vocab import ENV_VOCAB, SAMPLE_VOCAB, set_vocabulary
+from p3data.vocab import ENV_VOCAB, SAMPLE_VOCAB
 
-os.environ[ENV_DATA_DIR] = str(SAMPLES_DIR)
-set_vocabulary(SAMPLE_VOCAB)
-
-import p3data.tasks  # noqa: E402
-
-DEFINITIONS = p3data.tasks.DEFINITIONS
 EOS = 1
+pytestmark = pytest.mark.usefixtures("samples_in_seqio")
 
 
 def examples(name: str, split: str, **kwargs) -> list[dict]:
@@ -32,21 +29,21 @@ def examples(name: str, split: str, **kwargs) -> list[dict]:
     return list(dataset.as_numpy_iterator())
 
 
-def rendered(name: str, split: str) -> list[Rendered]:
-    spec = DEFINITIONS.tasks[name]
-    rows = sample_rows(spec.entry.dataset, spec.entry.subset, spec.split_mapping[split])
+def rendered(definitions: t0.T0Definitions, name: str, split: str) -> list[Rendered]:
+    spec = definitions.tasks[name]
+    rows = sample_rows(spec.entry.key, spec.split_mapping[split])
     compiled = CompiledTemplate(spec.template)
     outcomes = [compiled.render(row, i) for i, row in enumerate(rows)]
     return [o for o in outcomes if isinstance(o, Rendered)]
 
 
-def test_everything_is_registered():
-    assert set(DEFINITIONS.tasks) <= set(seqio.TaskRegistry.names())
-    assert len(DEFINITIONS.tasks) == 971
+def test_everything_is_registered(t0_tasks):
+    assert set(t0_tasks.tasks) <= set(seqio.TaskRegistry.names())
+    assert len(t0_tasks.tasks) == 971
     mixture = seqio.get_mixture_or_task("t0_train")
     assert len(mixture.tasks) == 313
     assert sum(mixture.get_rate(task) for task in mixture.tasks) == 17_277_798
-    for name in p3data.t0.MIXTURE_NAMES:
+    for name in t0.MIXTURE_NAMES:
         assert name in seqio.MixtureRegistry.names()
 
 
@@ -56,9 +53,9 @@ def test_everything_is_registered():
     ("anli_GPT_3_style_r1", "validation"),
     ("squad_v2_Questions_with_Context", "train"),
 ])
-def test_plain_task_features_and_text(name, split):
+def test_plain_task_features_and_text(t0_tasks, name, split):
     got = examples(name, split)
-    want = rendered(name, split)
+    want = rendered(t0_tasks, name, split)
     assert len(got) == len(want) > 0
     vocab = seqio.get_mixture_or_task(name).output_features["targets"].vocabulary
     for example, expected in zip(got, want, strict=True):
@@ -74,7 +71,7 @@ def test_plain_task_features_and_text(name, split):
 
 def test_anli_round_reads_its_own_split():
     got = examples("anli_GPT_3_style_r2", "validation")
-    premises = {row["premise"] for row in sample_rows("anli", None, "dev_r2")}
+    premises = {row["premise"] for row in sample_rows(DatasetKey("anli"), "dev_r2")}
     assert got and all(any(p in e["inputs_pretokenized"].decode() for p in premises) for e in got)
 
 
@@ -83,10 +80,10 @@ def test_hidden_labels_become_no_label():
     assert got and {e["targets_pretokenized"].decode() for e in got} == {"<NO LABEL>"}
 
 
-def test_score_eval_twin_has_one_example_per_choice():
+def test_score_eval_twin_has_one_example_per_choice(t0_tasks):
     name = "super_glue_copa_exercise"
     twin = examples(name + "_score_eval", "validation")
-    base = rendered(name, "validation")
+    base = rendered(t0_tasks, name, "validation")
     assert len(twin) == sum(len(r.answer_choices) for r in base)
     for example in twin:
         assert example["idx"].dtype == np.int32 and example["idx"].shape == (2,)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from p3data.dataset_key import DatasetKey
 from p3data.errors import RenderLimitError, TemplateError
 from p3data.samples import SAMPLES_DIR, sample_rows, sample_splits
 from p3data.templates import CompiledTemplate, DatasetRenderer, Dropped, Rendered, Template, limits
@@ -297,7 +298,7 @@ def _sample_keys():
     keys = []
     for path in sorted(SAMPLES_DIR.rglob("*.jsonl")):
         rel = path.parent.relative_to(SAMPLES_DIR).parts
-        key = (rel[0], rel[1] if len(rel) > 1 else None)
+        key = DatasetKey(rel[0], rel[1] if len(rel) > 1 else None)
         if key not in keys:
             keys.append(key)
     return keys
@@ -309,8 +310,8 @@ def test_every_sample_row_of_every_template_renders_within_the_limits():
     for key in _sample_keys():
         if key not in collection:
             continue
-        rows = [row for split in sample_splits(*key) for row in sample_rows(*key, split)]
-        renderer = DatasetRenderer(collection.get(*key))
+        rows = [row for split in sample_splits(key) for row in sample_rows(key, split)]
+        renderer = DatasetRenderer(collection[key])
         for name, outcomes in renderer.render_batch(rows).items():
             limited = [o.error for o in outcomes if isinstance(o, Dropped)
                        and isinstance(o.error, RenderLimitError)]

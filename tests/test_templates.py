@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import template_entry, write_templates
+from helpers.templates import template_entry, write_templates
 
 from p3data.errors import NotFoundError, TemplateFileError
 from p3data.templates import CompiledTemplate, TemplateCollection, TemplateSource

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import template_entry, write_templates
+from helpers.templates import template_entry, write_templates
 
 from p3data import t0
 from p3data.cli import main

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cache_helpers import run_cache
+from helpers.cache import run_cache
 
 from p3data.cache.lock import output_lock
 from p3data.cli import main
@@ -105,7 +105,7 @@ def test_a_lock_is_incomplete_and_names_its_holder(cache, capsys):
                                     "0 problems")
     assert lines[0].startswith(f"{cache}/.p3data-lock: held by {held.owner}@{held.host} "
                                f"(pid {held.pid}, p3data cache --tasks rte) since ")
-    assert lines[0].endswith(f": {RERUN} (--force if that run is dead)")
+    assert lines[0].endswith(f": {RERUN}, taking over the lock if that run is dead")
     (cache / ".p3data-lock").write_text("garbled")
     assert verify(capsys, cache)[1][0].startswith(f"{cache}/.p3data-lock: unreadable (")
 

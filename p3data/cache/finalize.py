@@ -114,7 +114,7 @@ def finalize_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSumm
                 getattr(m, key.replace("tokens", "max_tokens")) for m in metas)
     folder = _task_folder(config, task)
     count = shard_count(config, stats["examples"])
-    files = _write_shards(config, info, split, metas, folder, count)
+    files = _write_shards(config, info, split, metas=metas, folder=folder, count=count)
     version = layout.P3_SEQIO_VERSION if config.p3_layout else layout.seqio_version()
     info_text = layout.info_json(info_features(info) if stats["examples"] else {}, count,
                                  version)
@@ -153,8 +153,8 @@ def _sum_dicts(dicts) -> dict[str, int]:
     return dict(sorted(total.items()))
 
 
-def _write_shards(config: CacheConfig, info: TaskInfo, split: str, metas: list[work.PartMeta],
-                  folder: str, count: int) -> dict[str, str]:
+def _write_shards(config: CacheConfig, info: TaskInfo, split: str, *,
+                  metas: list[work.PartMeta], folder: str, count: int) -> dict[str, str]:
     """Stream the parts in order into `count` shards; returns shard name -> sha256."""
     task = info.spec.name
     names = [layout.shard_name(split, i, count) for i in range(count)]

@@ -136,7 +136,7 @@ def _create(path: str, holder: Holder, output_dir: str) -> None:
     try:
         fs.create_exclusive(path, holder.to_json())
     except FileExistsError:
-        raise LockHeldError(_held_message(path, output_dir)) from None
+        raise LockHeldError(_held_message(path, output_dir), setting="lock") from None
     except OSError as err:
         raise P3DataError(f"{output_dir}: cannot write in the output folder ({_reason(err)}); "
                           "choose another one or fix its permissions") from None
@@ -149,12 +149,12 @@ def _held_message(path: str, output_dir: str) -> str:
         return f"{output_dir}: the run that held {path} ended just now; rerun"
     except ValueError as err:
         return (f"{output_dir} is locked, but {path} is unreadable ({err}); if no run is "
-                "writing it, rerun with --force to take over")
+                "writing it, rerun taking over the lock")
     if holder.is_dead():
         return (f"{output_dir} was being written by {holder.describe()}; "
-                "rerun with --force to take over")
+                "rerun taking over the lock")
     return (f"{output_dir} is being written by {holder.describe()}; wait for it, or if that "
-            "run is dead rerun with --force to take over")
+            "run is dead rerun taking over the lock")
 
 
 def _take_over(path: str, output_dir: str) -> None:
@@ -163,7 +163,7 @@ def _take_over(path: str, output_dir: str) -> None:
     except FileNotFoundError:
         return
     fs.delete([path])
-    logger.warning("p3data: --force: taking over %s, %s", output_dir, previous)
+    logger.warning("p3data: taking over the lock of %s from %s", output_dir, previous)
 
 
 def _release(path: str, holder: Holder) -> None:

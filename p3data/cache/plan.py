@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from p3data import __version__, fs, t0
+from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.catalog import DatasetEntry
+from p3data.dataset_key import DatasetKey
 from p3data.errors import P3DataError
 from p3data.format import layout
 from p3data.format.manifest import FORMAT_VERSION, ManifestError, read_manifest
@@ -30,10 +32,8 @@ from p3data.stores import (
     open_store,
 )
 from p3data.templates import Template
+from p3data.vocab import EXTRA_IDS
 
-# Real data renders without errors under T0's templates (T0's own pipeline stopped at the first
-# one), so more than 1 failing row in 100 means a template or the data is wrong.
-DEFAULT_MAX_ERROR_RATE = 0.01
 BUG_NOTE = "an unexpected error, a bug in p3data: please report it with the traceback"
 
 
@@ -93,7 +93,7 @@ class CacheConfig:
     output_dir: str
     vocab_model: bytes
     data_dir: str | None = None
-    extra_ids: int = 100
+    extra_ids: int = EXTRA_IDS
     seed: int = 0
     shards: int | None = None  # output shards per split; None: about one per 10k examples
     p3_layout: bool = False
@@ -212,13 +212,8 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
     plan = CachePlan(config)
     wanted = {spec.name: [s for s in spec.split_mapping if not splits or s in splits]
               for spec in specs}
-    # (dataset, source split) -> [(spec, task split)]: one pass serves them all
-    readers: dict[tuple, list[tuple[t0.TaskSpec, str]]] = {}
-    for spec in specs:
-        for split in wanted[spec.name]:
-            readers.setdefault((spec.entry.key, spec.split_mapping[split]), []).append(
-                (spec, split))
-    listed: dict[tuple, tuple[list[Shard], dict]] = {}
+    readers = t0.group_by_source_split(specs, splits)
+    listed: dict[tuple[DatasetKey, str], tuple[list[Shard], dict]] = {}
     for (key, source_split), users in readers.items():
         try:
             store = open_store(users[0][0].entry, config.data_dir, config.rows_per_shard)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
-from itertools import islice
 
 from p3data import fs
+from p3data.batching import batched
 from p3data.cache.plan import CacheConfig, TaskOutput, WorkUnit, describe_bug
 from p3data.errors import P3DataError
 from p3data.format import work
@@ -31,8 +31,6 @@ from p3data.schema import RowChecker
 from p3data.stores import open_store
 from p3data.templates import DatasetRenderer, Dropped, Rendered
 from p3data.tokenize import EOS_ID, MEMO_MAX_CHARS, Tokenizer
-
-BATCH_ROWS = 512
 
 
 def _pending(config: CacheConfig, unit: WorkUnit) -> list[TaskOutput]:
@@ -57,7 +55,7 @@ def process_unit(config: CacheConfig, unit: WorkUnit,
     if pending:
         metas = {out.task: work.PartMeta(out.fingerprint, _rows(unit)) for out in pending}
         try:
-            _render_shard(config, unit, tokenizer, pending, metas)
+            _render_shard(config, unit, tokenizer=tokenizer, outputs=pending, metas=metas)
         except P3DataError as err:  # e.g. an unreadable source file: fails this split's tasks
             for meta in metas.values():
                 meta.failed = str(err)
@@ -72,7 +70,7 @@ def process_unit(config: CacheConfig, unit: WorkUnit,
         yield out.task, out.split
 
 
-def _render_shard(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer,
+def _render_shard(config: CacheConfig, unit: WorkUnit, *, tokenizer: Tokenizer,
                   outputs: list[TaskOutput], metas: dict[str, work.PartMeta]) -> None:
     job = unit.job
     renderer = DatasetRenderer({o.template.id: o.template for o in outputs}.values(), config.seed)
@@ -87,7 +85,7 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer,
         files = {out.task: stack.enter_context(fs.atomic_writer(config.workdir.part(
             out.task, out.split, unit.index, ".tfrecord"))) for out in rendered}
         start = unit.shard.start
-        while batch := list(islice(rows, BATCH_ROWS)):
+        for batch in batched(rows):
             # Rows that do not fit the schema still render as promptsource would: counted.
             mismatches = Counter(problem for row in batch for problem in checker.problems(row))
             for out in rendered:
@@ -97,7 +95,8 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer,
                 kept = [o for o in outcomes if isinstance(o, Rendered)]
                 for out in users[name]:
                     _count(metas[out.task], len(batch), len(kept), outcomes)
-                _write(users[name], kept, ordinals[name], encoder, files, metas)
+                _write(users[name], kept, first=ordinals[name], encoder=encoder, files=files,
+                       metas=metas)
                 ordinals[name] += len(kept)
             start += len(batch)
     for out in outputs:  # a template that cannot render fails its own tasks only
@@ -153,7 +152,7 @@ class _Encoder:
         return self._choices[key]
 
 
-def _write(users: list[TaskOutput], kept: list[Rendered], first: int, encoder: _Encoder,
+def _write(users: list[TaskOutput], kept: list[Rendered], *, first: int, encoder: _Encoder,
            files: dict, metas: dict[str, work.PartMeta]) -> None:
     """Encode each kept render once and share the bytes between a task and its twin.
 

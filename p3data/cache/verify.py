@@ -214,7 +214,7 @@ def _leftover(path: str) -> str:
             holder = describe_lock(fs.read_bytes(path))
         except FileNotFoundError:
             holder = "released while this check ran"
-        return f"{path}: {holder}: {RERUN} (--force if that run is dead)"
+        return f"{path}: {holder}: {RERUN}, taking over the lock if that run is dead"
     if name == layout.WORK_DIR:
         return f"{path}: a run's work files: {RERUN}"
     return f"{path}: a temporary file: {RERUN}"

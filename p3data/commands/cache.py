@@ -14,9 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.commands import console
-from p3data.commands.options import positive_int, rate
-from p3data.samples import SAMPLES_DIR
+from p3data.commands.options import add_data_options, positive_int, rate
+from p3data.stores import ROWS_PER_SHARD
 
 # Beam knows DaskRunner only by its full name.
 RUNNER_ALIASES = {"--runner=DaskRunner": "--runner=apache_beam.runners.dask.dask_runner.DaskRunner"}
@@ -28,11 +29,10 @@ def run(args: argparse.Namespace) -> int:
     from p3data.cache.summary import summary_table
     from p3data.vocab import read_vocabulary
 
-    data_dir = str(SAMPLES_DIR) if args.samples else args.data_dir
     specs = t0.select(t0.load_definitions(), args.mixture, args.tasks)
     config = CacheConfig(
         output_dir=args.output_dir.rstrip("/"), vocab_model=read_vocabulary(args.vocab),
-        data_dir=data_dir, seed=args.seed, shards=args.shards, p3_layout=args.p3_layout,
+        data_dir=args.data_dir, seed=args.seed, shards=args.shards, p3_layout=args.p3_layout,
         rows_per_shard=args.rows_per_shard, max_error_rate=args.max_error_rate)
     beam_args = [RUNNER_ALIASES.get(arg, arg) for arg in args.beam_args]
     with console.libraries_to_log(args.verbose, "cache") as stream:
@@ -55,12 +55,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     cache.add_argument("--tasks", action="append", default=[], metavar="REGEX",
                        help="cache tasks whose full name matches (repeatable)")
     cache.add_argument("--output-dir", required=True, help="cache root (local or gs://)")
-    source = cache.add_mutually_exclusive_group()
-    source.add_argument("--data-dir", default=None,
-                        help="local mirror <dir>/<dataset>[/<subset>]/<split>.{parquet,jsonl} "
-                             "(default: $P3DATA_DATA_DIR, else manual folder or the Hub)")
-    source.add_argument("--samples", action="store_true",
-                        help="read the bundled sample rows (offline demo and tests)")
+    add_data_options(cache, max_rows=False, hub=True)
     cache.add_argument("--vocab", default=None,
                        help="SentencePiece model (default: $P3DATA_VOCAB, else T5's)")
     cache.add_argument("--shards", type=positive_int, default=None,
@@ -70,11 +65,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     cache.add_argument("--seed", type=int, default=0, help="seed of templates' random choices")
     cache.add_argument("--p3-layout", action="store_true",
                        help="write P3's layout: data/<task>/, one shard per split, index CSV")
-    cache.add_argument("--rows-per-shard", type=positive_int, default=50_000,
+    cache.add_argument("--rows-per-shard", type=positive_int, default=ROWS_PER_SHARD,
                        help="source rows per unit of work: smaller means more parallelism")
-    cache.add_argument("--max-error-rate", type=rate, default=0.01, metavar="RATE",
+    cache.add_argument("--max-error-rate", type=rate, default=DEFAULT_MAX_ERROR_RATE,
+                       metavar="RATE",
                        help="fail a task split when more of its rows than this fail to render "
-                            "(default 0.01; rows T0's rule drops by design do not count)")
+                            f"(default {DEFAULT_MAX_ERROR_RATE}; rows T0's rule drops by design "
+                            "do not count)")
     cache.add_argument("--force", action="store_true",
                        help="take over the output folder's lock from a run that is dead")
     cache.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS")

@@ -4,13 +4,34 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from p3data.errors import P3DataError
+from p3data.samples import SAMPLES_DIR
+from p3data.stores import ENV_DATA_DIR
 
 if TYPE_CHECKING:
     from p3data.quality.validate import Lengths
+
+
+# The options that set what `P3DataError.setting` names.
+SETTING_OPTIONS = {
+    "vocab": ("--vocab",),
+    "rows": ("--data-dir", "--samples"),
+    "tasks": ("--mixture", "--tasks"),
+    "task_pattern": ("--tasks",),
+    "lock": ("--force",),
+}
+
+
+def option_hint(error: P3DataError, parser: argparse.ArgumentParser) -> str:
+    """` (--vocab)`: the options of `parser` that set what `error` says to change, if any."""
+    usage = parser.format_usage()
+    options = [o for o in SETTING_OPTIONS.get(error.setting or "", ())
+               if re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", usage)]
+    return f" ({', '.join(options)})" if options else ""
 
 
 def positive_int(text: str) -> int:
@@ -45,16 +66,22 @@ def token_lengths(text: str) -> Lengths:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def add_data_options(parser: argparse.ArgumentParser) -> None:
-    """Where rows come from: the bundled samples or a local mirror, never the Hub."""
+def add_data_options(parser: argparse.ArgumentParser, *, max_rows: bool,
+                     hub: bool = False) -> None:
+    """Where rows come from, as `args.data_dir`: a local mirror or the bundled samples (the
+    `data_dir` of `stores.mirror_dir`); with `hub`, no mirror means manual files or the Hub;
+    with `max_rows`, how many rows of each split to read."""
+    otherwise = ", else the manual folder or the Hub" if hub else ""
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--samples", action="store_true",
-                        help="read the bundled sample rows (same as --data-dir <samples>)")
     source.add_argument("--data-dir", metavar="DIR",
                         help="a local mirror, DIR/<dataset>[/<subset>]/<split>.jsonl|parquet "
-                             "(default: $P3DATA_DATA_DIR)")
-    parser.add_argument("--max-rows", type=positive_int, metavar="N",
-                        help="read at most N rows of each split (default: all)")
+                             f"(default: ${ENV_DATA_DIR}{otherwise})")
+    source.add_argument("--samples", action="store_const", dest="data_dir",
+                        const=str(SAMPLES_DIR),
+                        help="read the bundled sample rows (same as --data-dir <samples>)")
+    if max_rows:
+        parser.add_argument("--max-rows", type=positive_int, metavar="N",
+                            help="read at most N rows of each split (default: all)")
 
 
 def cache_root(path: str) -> str:

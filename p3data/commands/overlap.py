@@ -14,9 +14,10 @@ def run(args: argparse.Namespace) -> int:
     from p3data.quality.common import data_root
     from p3data.quality.overlap import as_json, exclusions, format_report, overlap
 
-    root = data_root(args.data_dir, args.samples)
-    report = overlap(t0.load_definitions(), args.train, args.eval, root, args.n,
-                     args.train_split, args.eval_split, args.max_rows)
+    root = data_root(args.data_dir)
+    report = overlap(t0.load_definitions(), args.train, args.eval, root, n=args.n,
+                     train_split=args.train_split, eval_split=args.eval_split,
+                     max_rows=args.max_rows)
     print(json.dumps(as_json(report), indent=2, ensure_ascii=False) if args.json
           else format_report(report))
     if args.exclude_out:
@@ -40,6 +41,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--eval-split", default="validation", help="task split evaluated on")
     parser.add_argument("--exclude-out", metavar="FILE.jsonl",
                         help="write the overlapping training rows as {task, split, row} lines")
-    add_data_options(parser)
+    add_data_options(parser, max_rows=True)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(run=run)

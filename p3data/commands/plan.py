@@ -21,8 +21,8 @@ def run(args: argparse.Namespace) -> int:
             f"{args.steps:,} steps x {args.batch_size:,} examples per batch")
     else:
         examples, basis = args.examples, "as asked"
-    result = plan(t0.load_definitions(), args.mixture, TokenCounter(), examples, basis,
-                  published_definitions())
+    result = plan(t0.load_definitions(), args.mixture, TokenCounter(), examples=examples,
+                  basis=basis, published=published_definitions())
     print(json.dumps(as_json(result), indent=2) if args.json else format_plan(result))
     return 0
 

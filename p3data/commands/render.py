@@ -6,31 +6,29 @@ import argparse
 import json
 import sys
 from collections import Counter
-from itertools import islice
 from pathlib import Path
 
+from p3data.batching import batched
+from p3data.dataset_key import DatasetKey
 from p3data.rows import RowFile
-from p3data.templates import DatasetRenderer, Dropped, TemplateCollection, parse_dataset_key
-
-RENDER_BATCH = 512
+from p3data.templates import DatasetRenderer, Dropped, TemplateCollection
 
 
 def run(args: argparse.Namespace) -> int:
-    dataset, subset = parse_dataset_key(args.dataset)
-    templates = TemplateCollection.default(args.templates).get(dataset, subset)
+    key = DatasetKey.parse(args.dataset)
+    templates = TemplateCollection.default(args.templates)[key]
     chosen = [templates[name] for name in args.template] if args.template else list(templates)
     renderer = DatasetRenderer(chosen, seed=args.seed)
     for err in renderer.broken.values():
         print(f"error: {err}", file=sys.stderr)
     counts: Counter[str] = Counter()
-    rows = RowFile(Path(args.rows)).rows()
     start = 0
-    while batch := list(islice(rows, RENDER_BATCH)):
+    for batch in batched(RowFile(Path(args.rows)).rows()):
         outcomes = renderer.render_batch(batch, start)
         for offset in range(len(batch)):
             for name, per_row in outcomes.items():
                 outcome = per_row[offset]
-                record = {"dataset": dataset, "subset": subset, "template": name,
+                record = {"dataset": key.dataset, "subset": key.subset, "template": name,
                           "row": outcome.index}
                 if isinstance(outcome, Dropped):
                     counts[outcome.reason] += 1

@@ -16,11 +16,11 @@ from p3data.commands.options import cache_root, positive_int, token_lengths, wri
 
 def run(args: argparse.Namespace) -> int:
     from p3data import t0
-    from p3data.quality.report import collect, render_html, render_markdown, totals
+    from p3data.report import collect, render_html, render_markdown
 
     start = time.perf_counter()
-    report = collect(cache_root(args.cache_dir), args.split, args.lengths, args.max_records,
-                     t0.load_definitions())
+    report = collect(cache_root(args.cache_dir), split=args.split, lengths=args.lengths,
+                     max_records=args.max_records, definitions=t0.load_definitions())
     out = Path(args.out)
     markdown = Path(args.markdown) if args.markdown else out.with_suffix(".md")
     pages = {out: render_html(report),
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         with writing(path):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-    counts = totals(report)
+    counts = report.totals
     print(f"{counts['tasks']:,} tasks, {counts['examples']:,} examples, "
           f"{len(report.mixtures)} mixtures; wrote {out} ({out.stat().st_size / 1e6:.1f} MB) "
           f"and {markdown} in {time.perf_counter() - start:.1f} s")
@@ -43,7 +43,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "report", help="a built cache as an HTML page with plots (and Markdown)",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("cache_dir", metavar="CACHE_DIR", help="cache root (local or gs://)")
+    parser.add_argument("cache_dir", metavar="CACHE_DIR",
+                        help="cache root (local, gs:// or any fsspec URL)")
     parser.add_argument("--out", required=True, metavar="FILE.html", help="the HTML page")
     parser.add_argument("--markdown", metavar="FILE.md",
                         help="the Markdown twin (default: beside the page, ending .md)")

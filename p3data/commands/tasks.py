@@ -7,6 +7,7 @@ import difflib
 
 from p3data import t0
 from p3data.errors import P3DataError
+from p3data.format.features import task_features
 
 
 def list_tasks(args: argparse.Namespace) -> int:
@@ -40,14 +41,8 @@ def show_task(args: argparse.Namespace) -> int:
     definitions = t0.load_definitions()
     spec = task_named(definitions, args.task)
     template, entry = spec.template, spec.entry
-    features = ["inputs: int32 [None] (prompt token ids, no EOS)",
-                "targets: int32 [None] (token ids + EOS)",
-                "inputs_pretokenized: string", "targets_pretokenized: string"]
-    if spec.score_eval:
-        features += ["idx: int32 [2] (example, choice)", "is_correct: bool",
-                     "weight: float32 (1.0)"]
-    elif template.answer_choices is not None:
-        features.append("answer_choices: string [None]")
+    features = task_features(score_eval=spec.score_eval,
+                             with_choices=template.answer_choices is not None)
     mixtures = [m.name for m in definitions.mixtures.values() if spec.name in m.tasks]
     print(f"task:      {spec.name}")
     print(f"dataset:   {entry.name}  (catalog: {entry.source})")
@@ -60,11 +55,12 @@ def show_task(args: argparse.Namespace) -> int:
     print("splits:    " + ", ".join(
         f"{split} <- {source} ({entry.splits[source]:,} rows)"
         for split, source in spec.split_mapping.items()))
-    print("features:  " + "\n           ".join(features))
-    if any(definitions.mixtures[m].rate_by_cap for m in mixtures):
-        print(f"rate:      {spec.cap:,} (T0's training cap)")
-    else:
-        print("rate:      examples in the split, at most 500,000 (evaluation mixtures)")
+    print("features:  " + "\n           ".join(
+        f"{f.name}: {f.dtype}{' [None]' if f.sequence else ''} ({f.meaning})"
+        for f in features.values()))
+    for rule in sorted({definitions.mixtures[m].rate_rule for m in mixtures}):
+        cap = spec.cap if rule == t0.MixtureSpec.RATE_RULE_BY_CAP else None
+        print(f"rate:      {cap:,} ({rule})" if cap is not None else f"rate:      {rule}")
     print(f"mixtures:  {', '.join(mixtures) or '-'}")
     return 0
 

@@ -11,17 +11,15 @@ from p3data.commands.options import add_data_options, rate, token_lengths
 
 def run(args: argparse.Namespace) -> int:
     from p3data import t0
-    from p3data.quality.common import (
-        TokenCounter,
-        data_root,
-    )
+    from p3data.quality.common import TokenCounter, data_root
     from p3data.quality.validate import Thresholds, as_json, format_report, validate
 
     mixtures = [args.mixture] if args.mixture else []
     specs = t0.select(t0.load_definitions(), mixtures, args.tasks)
-    root = data_root(args.data_dir, args.samples)
+    root = data_root(args.data_dir)
     tokens = TokenCounter(args.vocab) if args.vocab else TokenCounter()
-    result = validate(specs, root, tokens, args.lengths, args.split, args.max_rows)
+    result = validate(specs, root, tokens, lengths=args.lengths, split=args.split,
+                      max_rows=args.max_rows)
     thresholds = Thresholds(args.max_drop_rate, args.max_truncated_rate,
                             args.max_off_choice_rate)
     violations = [v for report in result.reports for v in thresholds.violations(report)]
@@ -41,7 +39,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     validate.add_argument("--tasks", action="append", default=[], metavar="REGEX",
                           help="tasks whose names fully match (repeatable); with --mixture, "
                                "only that mixture's")
-    add_data_options(validate)
+    add_data_options(validate, max_rows=True)
     validate.add_argument("--json", action="store_true", help="print JSON instead of a table")
     validate.add_argument("--split", help="task split to read (default: train; validation for "
                                           "score-eval tasks)")

@@ -163,6 +163,25 @@ def feature_spans(record: bytes) -> Iterator[tuple[bytes, int, int]]:
             yield name, *span
 
 
+_HIGH_BYTES = bytes(range(0x80, 0x100))  # a varint's every byte but its last
+
+
+def value_count(record: bytes, start: int, end: int) -> int:
+    """How many values one `Feature` message holds, without decoding them: a packed varint
+    ends at its one byte below 0x80, so counting those counts token ids in C (a report reads
+    the lengths of a 313-task cache in seconds)."""
+    count = 0
+    for kind, _, list_start, list_end in fields(record, start, end):
+        for _, wire, value_start, value_end in fields(record, list_start, list_end):
+            if kind == 1 or wire != 2:  # one string, or one number not packed
+                count += 1
+            elif kind == 2:  # packed 4-byte floats
+                count += (value_end - value_start) // 4
+            else:  # packed varints
+                count += len(record[value_start:value_end].translate(None, _HIGH_BYTES))
+    return count
+
+
 def _signed(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from p3data.errors import NotFoundError
 from p3data.metrics.classification import (
     MetricFn,
     accuracy,
@@ -116,13 +117,21 @@ _SUPER_GLUE_METRICS: dict[str, list[MetricFn]] = {
 
 
 def glue_metrics(subset: str) -> list[MetricFn]:
-    """t5's `get_glue_metric`; an unknown subset raises KeyError, as in t5."""
-    return list(_GLUE_METRICS[subset])
+    """t5's `get_glue_metric`; an unknown subset is an error, as in t5."""
+    return list(_lookup(_GLUE_METRICS, subset, "GLUE subset"))
 
 
 def super_glue_metrics(subset: str) -> list[MetricFn]:
-    """t5's `get_super_glue_metric`; t5 has no "wsc.fixed" entry, so that raises KeyError too."""
-    return list(_SUPER_GLUE_METRICS[subset])
+    """t5's `get_super_glue_metric`; t5 has no "wsc.fixed" entry, so that is an error too."""
+    return list(_lookup(_SUPER_GLUE_METRICS, subset, "SuperGLUE subset"))
+
+
+def _lookup(table: dict, name: str, what: str):
+    try:
+        return table[name]
+    except KeyError:
+        raise NotFoundError(f"no metrics for the {what} {name!r}; known: "
+                            + ", ".join(sorted(table))) from None
 
 
 def task_metrics(dataset: str, subset: str | None, metric_names: Sequence[str]) -> list[MetricFn]:
@@ -140,5 +149,6 @@ def task_metrics(dataset: str, subset: str | None, metric_names: Sequence[str]) 
         return super_glue_metrics(str(subset))
     unknown = [name for name in metric_names if name not in GET_METRICS]
     if unknown:
-        raise KeyError(f"{dataset}/{subset}: no metric function for {unknown}")
+        raise NotFoundError(f"{dataset}/{subset}: no metric function for {unknown}; known: "
+                            + ", ".join(sorted(GET_METRICS)))
     return [GET_METRICS[name] for name in metric_names]

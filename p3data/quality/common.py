@@ -1,50 +1,32 @@
-"""What the checks share: choosing tasks, reading a mirror's rows, counting tokens, tables."""
+"""What the checks share: the local mirror they read, its rows in batches, token counts."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from p3data import t0
+from p3data.batching import batched
 from p3data.catalog import DatasetEntry
 from p3data.errors import P3DataError
-from p3data.samples import SAMPLES_DIR
-from p3data.stores import ENV_DATA_DIR, MirrorStore
+from p3data.stores import ENV_DATA_DIR, MirrorStore, mirror_dir
 from p3data.vocab import SAMPLE_VOCAB
 
-BATCH_ROWS = 512
 
-
-def by_source_split(
-    specs: Sequence[t0.TaskSpec], split: str
-) -> dict[tuple[tuple[str, str | None], str], list[t0.TaskSpec]]:
-    """Tasks grouped by the (dataset, source split) they read for task split `split`, so each
-    split is read once for all of its templates; tasks without that split are left out."""
-    groups: dict[tuple[tuple[str, str | None], str], list[t0.TaskSpec]] = {}
-    for spec in specs:
-        if split in spec.split_mapping:
-            groups.setdefault((spec.entry.key, spec.split_mapping[split]), []).append(spec)
-    return groups
-
-
-def data_root(data_dir: str | os.PathLike | None, samples: bool = False) -> Path:
-    """The local mirror to read: the bundled samples, the given folder, or $P3DATA_DATA_DIR.
-
-    Checks read whole splits, so they never fall back to downloading from the Hub.
-    """
-    if samples:
-        return SAMPLES_DIR
-    root = data_dir or os.environ.get(ENV_DATA_DIR)
-    if not root:
+def data_root(data_dir: str | os.PathLike | None) -> Path:
+    """The local mirror to read (see `stores.mirror_dir`), which must exist: checks read whole
+    splits, so they never fall back to downloading from the Hub."""
+    root = mirror_dir(data_dir)
+    if root is None:
         raise P3DataError(
-            "no rows to read: pass --samples (the bundled sample rows), --data-dir DIR (a local "
-            f"mirror: DIR/<dataset>[/<subset>]/<split>.jsonl or .parquet) or set {ENV_DATA_DIR}")
-    if not Path(root).is_dir():
+            f"no rows to read: set {ENV_DATA_DIR} or choose a local mirror, "
+            "DIR/<dataset>[/<subset>]/<split>.jsonl|parquet, or the bundled sample rows",
+            setting="rows")
+    if not root.is_dir():
         raise P3DataError(f"data folder {root} does not exist")
-    return Path(root)
+    return root
 
 
 def read_batches(
@@ -60,7 +42,7 @@ def read_batches(
     if max_rows is not None:
         rows = islice(rows, max_rows)
     start = 0
-    while batch := list(islice(rows, BATCH_ROWS)):
+    for batch in batched(rows):
         yield start, batch
         start += len(batch)
 

@@ -23,6 +23,7 @@ import yaml
 from jinja2 import nodes
 
 from p3data.catalog import Catalog
+from p3data.dataset_key import DatasetKey
 from p3data.errors import TemplateError, TemplateFileError
 from p3data.templates import CompiledTemplate, Template, default_sources
 from p3data.templates.collection import TEMPLATE_FILENAME
@@ -125,9 +126,9 @@ def _known_metrics() -> frozenset[str]:
 
 def _features(catalog: Catalog, template: Template) -> frozenset[str] | None:
     """Names a row offers a template (hyphens renamed as T0 did); None outside the catalog."""
-    if (template.dataset, template.subset) not in catalog:
+    if template.key not in catalog:
         return None
-    entry = catalog.get(template.dataset, template.subset)
+    entry = catalog[template.key]
     return frozenset(name.replace("-", "_") for name in entry.features)
 
 
@@ -177,7 +178,7 @@ def check_template(
     if features is not None:
         allowed = features | {RESERVED_FIELD} | set(ENVIRONMENT.globals)
         for name in sorted(compiled.variables - allowed):
-            yield ERROR, (f"uses {name!r}, which rows of {template.dataset_key} do not have "
+            yield ERROR, (f"uses {name!r}, which rows of {template.key} do not have "
                           f"(fields: {', '.join(sorted(features))})")
     if compiled.fixed_answer_choices is not None and not all(compiled.fixed_answer_choices):
         yield ERROR, f"answer_choices has an empty choice: {compiled.fixed_answer_choices}"
@@ -342,9 +343,9 @@ def _duplicate_keys(path: Path) -> Iterator[str]:
 def _name_clashes(loaded: Sequence[Template], checked: set[Path]) -> Iterator[Problem]:
     """Two templates of one dataset with one name and different ids, once ids have overridden
     earlier ones: loading that dataset fails. Reported on a checked file's template."""
-    by_key: dict[tuple[str, str | None], dict[str, Template]] = {}
+    by_key: dict[DatasetKey, dict[str, Template]] = {}
     for template in loaded:
-        by_key.setdefault((template.dataset, template.subset), {})[template.id] = template
+        by_key.setdefault(template.key, {})[template.id] = template
     for by_id in by_key.values():
         by_name: dict[str, Template] = {}
         for template in by_id.values():

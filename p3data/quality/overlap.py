@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from p3data import t0
-from p3data.quality.common import by_source_split, read_batches
+from p3data.quality.common import read_batches
 from p3data.rows import SourceError
 from p3data.samples import _strings as row_strings
 from p3data.tables import text_table
@@ -156,6 +156,7 @@ def overlap(
     train_mixture: str,
     eval_mixture: str,
     root: Path,
+    *,
     n: int = 13,
     train_split: str = TRAIN_SPLIT,
     eval_split: str = EVAL_SPLIT,
@@ -166,21 +167,23 @@ def overlap(
     report = OverlapReport(train_mixture, eval_mixture, n, train_split, eval_split,
                            shared_datasets(train, evaluation, train_split, eval_split), [])
     index = EvalIndex(n)
-    for (_, split), specs in by_source_split(evaluation, eval_split).items():
+    for (_, split), users in t0.group_by_source_split(evaluation, [eval_split]).items():
         try:
-            _index_split(index, specs, split, root, max_rows)
+            _index_split(index, [spec for spec, _ in users], split, root=root,
+                         max_rows=max_rows)
         except SourceError as err:
             report.missing.append(str(err))
     report.eval_rows, report.unchecked_eval_rows = index.rows, index.unchecked
-    for (_, split), specs in by_source_split(train, train_split).items():
+    for (_, split), users in t0.group_by_source_split(train, [train_split]).items():
         try:
-            _scan_split(report, index, specs, split, root, max_rows)
+            _scan_split(report, index, [spec for spec, _ in users], split=split, root=root,
+                        max_rows=max_rows)
         except SourceError as err:
             report.missing.append(str(err))
     return report
 
 
-def _index_split(index: EvalIndex, specs: Sequence[t0.TaskSpec], split: str, root: Path,
+def _index_split(index: EvalIndex, specs: Sequence[t0.TaskSpec], split: str, *, root: Path,
                  max_rows: int | None) -> None:
     """Add one evaluation split's rows (read by `specs`) to the index."""
     entry = specs[0].entry
@@ -191,7 +194,7 @@ def _index_split(index: EvalIndex, specs: Sequence[t0.TaskSpec], split: str, roo
 
 
 def _scan_split(report: OverlapReport, index: EvalIndex, specs: Sequence[t0.TaskSpec],
-                split: str, root: Path, max_rows: int | None) -> None:
+                *, split: str, root: Path, max_rows: int | None) -> None:
     """Render one training split through its tasks' templates and look up every input."""
     renderer = DatasetRenderer(spec.template for spec in specs)
     task_of = {spec.template.name: spec.name for spec in specs}

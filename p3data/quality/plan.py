@@ -17,11 +17,7 @@ from typing import Any
 from p3data import t0
 from p3data.catalog import CATALOG_FILE, Catalog, read_catalog_file
 from p3data.errors import P3DataError
-from p3data.quality.common import (
-    TokenCounter,
-    by_source_split,
-    read_batches,
-)
+from p3data.quality.common import TokenCounter, read_batches
 from p3data.rows import SourceError
 from p3data.samples import SAMPLES_DIR
 from p3data.tables import text_table
@@ -85,7 +81,8 @@ def published_definitions() -> t0.T0Definitions | None:
 def mean_tokens(specs: Sequence[t0.TaskSpec], tokens: TokenCounter) -> dict[str, float | None]:
     """Mean tokens per kept example (inputs + targets + EOS) over each task's sample rows."""
     counts: dict[str, list[int]] = {}
-    for (_, source_split), members in by_source_split(specs, SPLIT).items():
+    for (_, source_split), users in t0.group_by_source_split(specs, [SPLIT]).items():
+        members = [spec for spec, _ in users]
         renderer = DatasetRenderer(spec.template for spec in members)
         task_of = {spec.template.name: spec.name for spec in members}
         try:
@@ -105,6 +102,7 @@ def plan(
     definitions: t0.T0Definitions,
     mixture: str,
     tokens: TokenCounter,
+    *,
     examples: int | None = None,
     basis: str = "as asked",
     published: t0.T0Definitions | None = None,
@@ -112,12 +110,13 @@ def plan(
     """Expected examples and tokens per task when `examples` are drawn from the mixture
     (default: as many as its total rate, i.e. every task once at its cap)."""
     specs = t0.select(definitions, [mixture])
-    if not definitions.mixtures[mixture].rate_by_cap:
+    rule = definitions.mixtures[mixture]
+    if not rule.rate_by_cap:
         raise P3DataError(
             f"{mixture} is an evaluation mixture, weighted by the examples in its cache rather "
             f"than by T0's caps; plan one of: " + ", ".join(
                 name for name, m in definitions.mixtures.items() if m.rate_by_cap))
-    rates = {spec.name: spec.cap for spec in specs}  # T0's rate of a training mixture
+    rates = {spec.name: rule.rate(spec) for spec in specs}
     total = sum(rates.values())
     if examples is None:
         examples, basis = total, "the mixture's total rate: each task once at its cap"
@@ -143,9 +142,10 @@ def compare(current: t0.T0Definitions, published: t0.T0Definitions, mixture: str
     return Differences(
         added=[name for name in now if name not in set(then)],
         removed=[name for name in then if name not in set(now)],
-        rate_changed=[{"task": name, "published": published.tasks[name].cap,
-                       "current": current.tasks[name].cap}
-                      for name in common if current.tasks[name].cap != published.tasks[name].cap],
+        rate_changed=[{"task": name, "published": published.rate(mixture, name),
+                       "current": current.rate(mixture, name)}
+                      for name in common
+                      if current.rate(mixture, name) != published.rate(mixture, name)],
         template_changed=[name for name in common
                           if _template_text(current, name) != _template_text(published, name)],
     )

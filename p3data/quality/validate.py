@@ -127,6 +127,7 @@ def validate(
     specs: Sequence[TaskSpec],
     root: Path,
     tokens: TokenCounter,
+    *,
     lengths: Lengths = Lengths(),
     split: str | None = None,
     max_rows: int | None = None,
@@ -148,13 +149,14 @@ def validate(
             continue
         groups.setdefault((spec.entry.key, source_split), []).append((spec, report))
     for (_, source_split), members in groups.items():
-        _validate_split(members, root, source_split, tokens, lengths, max_rows)
+        _validate_split(members, root, source_split, tokens=tokens, lengths=lengths,
+                        max_rows=max_rows)
     return Validation(list(reports.values()), sum(spec.score_eval for spec in specs), root,
                       tokens.describe(), lengths)
 
 
 def _validate_split(
-    members: list[tuple[TaskSpec, TaskReport]], root: Path, source_split: str,
+    members: list[tuple[TaskSpec, TaskReport]], root: Path, source_split: str, *,
     tokens: TokenCounter, lengths: Lengths, max_rows: int | None,
 ) -> None:
     """One pass over a dataset split for all of its selected templates."""
@@ -170,13 +172,13 @@ def _validate_split(
             for report in by_name.values():
                 report.schema = dict(Counter(report.schema) + mismatches)
             for name, outcomes in renderer.render_batch(rows, start).items():
-                _tally(by_name[name], outcomes, seen[name], tokens, lengths)
+                _tally(by_name[name], outcomes, seen[name], tokens=tokens, lengths=lengths)
     except SourceError as err:
         for report in by_name.values():
             report.error = str(err)
 
 
-def _tally(report: TaskReport, outcomes: list[Outcome], seen: set[int],
+def _tally(report: TaskReport, outcomes: list[Outcome], seen: set[int], *,
            tokens: TokenCounter, lengths: Lengths) -> None:
     kept: list[Rendered] = []
     for outcome in outcomes:

@@ -6,11 +6,9 @@ from p3data.templates.collection import (
     TemplateCollection,
     TemplateSource,
     default_sources,
-    parse_dataset_key,
 )
 from p3data.templates.model import Template, TemplateMetadata
 from p3data.templates.render import (
-    DROP_REASONS,
     NO_LABEL,
     CompiledTemplate,
     DatasetRenderer,
@@ -22,7 +20,6 @@ from p3data.templates.render import (
 from p3data.templates.sandbox import choice_seed
 
 __all__ = [
-    "DROP_REASONS",
     "NO_LABEL",
     "CompiledTemplate",
     "DatasetRenderer",
@@ -36,6 +33,5 @@ __all__ = [
     "TemplateSource",
     "choice_seed",
     "default_sources",
-    "parse_dataset_key",
     "prepare_row",
 ]

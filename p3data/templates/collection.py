@@ -20,14 +20,13 @@ from pathlib import Path
 
 import yaml
 
+from p3data.dataset_key import DatasetKey
 from p3data.errors import NotFoundError, TemplateFileError
 from p3data.templates.model import Template
 from p3data.templates.yaml_io import read_template_file
 
 TEMPLATE_FILENAME = "templates.yaml"
 ENV_TEMPLATE_DIRS = "P3DATA_TEMPLATE_DIRS"
-
-DatasetKey = tuple[str, str | None]
 
 
 @dataclass(frozen=True)
@@ -90,14 +89,14 @@ def _declared_key(path: Path) -> DatasetKey:
     if not isinstance(dataset, str) or not dataset:
         raise TemplateFileError(path, "missing top-level 'dataset:' line")
     subset = found.get("subset")
-    return dataset, (str(subset) if subset is not None else None)
+    return DatasetKey(dataset, str(subset) if subset is not None else None)
 
 
 class DatasetTemplates:
     """All templates of one dataset/subset after overrides, by name (sorted like T0)."""
 
     def __init__(self, key: DatasetKey, files: Sequence[tuple[Path, str]]):
-        self.dataset, self.subset = key
+        self.key = key
         self._files = list(files)
 
     @cached_property
@@ -105,8 +104,8 @@ class DatasetTemplates:
         by_id: dict[str, Template] = {}
         for path, origin in self._files:
             dataset, subset, templates = read_template_file(path, origin)
-            if (dataset, subset) != (self.dataset, self.subset):
-                raise TemplateFileError(path, f"declares {dataset}/{subset}, expected {self.key}")
+            if (declared := DatasetKey(dataset, subset)) != self.key:
+                raise TemplateFileError(path, f"declares {declared}, expected {self.key}")
             for template in templates:
                 by_id[template.id] = template  # later sources override by id
         by_name: dict[str, Template] = {}
@@ -120,10 +119,6 @@ class DatasetTemplates:
                 )
             by_name[template.name] = template
         return dict(sorted(by_name.items()))
-
-    @property
-    def key(self) -> str:
-        return f"{self.dataset}/{self.subset}" if self.subset else self.dataset
 
     @property
     def names(self) -> list[str]:
@@ -160,19 +155,20 @@ class TemplateCollection:
         return cls(default_sources(extra_dirs))
 
     def keys(self) -> list[DatasetKey]:
-        return sorted(self._datasets, key=lambda k: (k[0], k[1] or ""))
+        return sorted(self._datasets)
 
     def __contains__(self, key: DatasetKey) -> bool:
         return key in self._datasets
 
-    def get(self, dataset: str, subset: str | None = None) -> DatasetTemplates:
+    def __getitem__(self, key: DatasetKey) -> DatasetTemplates:
         try:
-            return self._datasets[(dataset, subset)]
+            return self._datasets[key]
         except KeyError:
-            name = f"{dataset}/{subset}" if subset else dataset
-            known = [f"{d}/{s}" if s else d for d, s in self._datasets]
-            raise NotFoundError(f"no templates for dataset {name!r}"
-                                + _did_you_mean(name, known)) from None
+            raise NotFoundError(f"no templates for dataset {key.name!r}" + _did_you_mean(
+                key.name, [known.name for known in self._datasets])) from None
+
+    def get(self, dataset: str, subset: str | None = None) -> DatasetTemplates:
+        return self[DatasetKey(dataset, subset)]
 
     def template(self, dataset: str, subset: str | None, name: str) -> Template:
         return self.get(dataset, subset)[name]
@@ -181,9 +177,3 @@ class TemplateCollection:
 def _did_you_mean(name: str, known: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, list(known), n=3)
     return f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-
-
-def parse_dataset_key(text: str) -> DatasetKey:
-    """`dataset` or `dataset/subset` (as on the command line) to a key."""
-    dataset, _, subset = text.partition("/")
-    return dataset, subset or None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from p3data.dataset_key import DatasetKey
+
 
 @dataclass(frozen=True)
 class TemplateMetadata:
@@ -31,11 +33,10 @@ class Template:
     origin: str = ""  # which template source: "promptsource", "project" or a user folder
 
     @property
-    def dataset_key(self) -> str:
-        """`dataset` or `dataset/subset`, as promptsource and the CLI write it."""
-        return f"{self.dataset}/{self.subset}" if self.subset else self.dataset
+    def key(self) -> DatasetKey:
+        return DatasetKey(self.dataset, self.subset)
 
     @property
     def where(self) -> str:
         """A human pointer to this template for error messages."""
-        return f"{self.source or '<memory>'}: template {self.name!r} ({self.dataset_key})"
+        return f"{self.source or '<memory>'}: template {self.name!r} ({self.key})"

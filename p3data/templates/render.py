@@ -41,7 +41,6 @@ NO_SEPARATOR = "no_separator"  # one part: e.g. the whole template sits in a fal
 EXTRA_SEPARATOR = "extra_separator"  # more than two parts
 EMPTY_INPUTS = "empty_inputs"
 RENDER_ERROR = "render_error"
-DROP_REASONS = (NO_SEPARATOR, EXTRA_SEPARATOR, EMPTY_INPUTS, RENDER_ERROR)
 
 
 @dataclass(frozen=True, slots=True)

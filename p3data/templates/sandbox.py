@@ -290,7 +290,9 @@ def _indented(s: Any, width: int | str = 4, first: bool = False, blank: bool = F
     return len(text) + (text.count("\n") + 1) * (len(width) if isinstance(width, str) else width)
 
 
-def _replaced(eval_ctx: EvalContext, s: Any, old: Any, new: Any, count: int | None = None) -> int:
+def _replaced(  # noqa: PLR0917 - called with the arguments of Jinja's `replace`
+    eval_ctx: EvalContext, s: Any, old: Any, new: Any, count: int | None = None
+) -> int:
     return _replace_size(printed(s), printed(old), printed(new), -1 if count is None else count)
 
 
@@ -315,7 +317,8 @@ def _formatted(value: Any, *args: Any, **kwargs: Any) -> int:
     return printf_size(printed(value), kwargs or args)
 
 
-def _wrapped(environment: BoundedEnvironment, s: Any, width: int = 79,
+def _wrapped(  # noqa: PLR0917 - called with the arguments of Jinja's `wordwrap`
+             environment: BoundedEnvironment, s: Any, width: int = 79,
              break_long_words: bool = True, wrapstring: str | None = None,
              break_on_hyphens: bool = True) -> int:
     text = printed(s)
@@ -327,7 +330,8 @@ def _as_json(eval_ctx: EvalContext, value: Any, indent: int | str | None = None)
     return text_size(value, len(indent) if isinstance(indent, str) else indent or 0)
 
 
-def _urlized(eval_ctx: EvalContext, value: Any, trim_url_limit: int | None = None,
+def _urlized(  # noqa: PLR0917 - called with the arguments of Jinja's `urlize`
+             eval_ctx: EvalContext, value: Any, trim_url_limit: int | None = None,
              nofollow: bool = False, target: str | None = None, rel: str | None = None,
              extra_schemes: Iterable[str] | None = None) -> int:
     size = text_len(value)  # every word may become a link: <a href="word" ...>word</a>

@@ -68,14 +68,14 @@ def read_template_file(path: Path, origin: str = "") -> tuple[str, str | None, l
     if subset is not None and not isinstance(subset, str):
         raise TemplateFileError(path, f"'subset' must be a string, not {subset!r}")
     templates = [
-        _to_template(path, origin, dataset, subset, key, node)
+        _to_template(path, origin=origin, dataset=dataset, subset=subset, key=key, node=node)
         for key, node in data["templates"].items()
     ]
     return dataset, subset, templates
 
 
 def _to_template(
-    path: Path, origin: str, dataset: str, subset: str | None, key: Any, node: Any
+    path: Path, *, origin: str, dataset: str, subset: str | None, key: Any, node: Any
 ) -> Template:
     where = f"template {key!r}"
     if not isinstance(node, _TemplateNode):

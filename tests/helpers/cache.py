@@ -31,12 +31,13 @@ def run_cache(output: Path, *args: str, data_dir: Path | None = None, check: boo
     return result
 
 
-def write_mirror(root: Path, dataset: str, subset: str | None, rows: int, seed: int = 0) -> None:
+def write_mirror(root: Path, dataset: str, subset: str | None, rows: int, *,
+                 seed: int = 0) -> None:
     """A local mirror of generated rows for every split of a dataset."""
     entry = Catalog.load().get(dataset, subset)
-    folder = root / dataset / subset if subset else root / dataset
+    folder = Path(entry.key.folder(root))
     folder.mkdir(parents=True, exist_ok=True)
-    for split in sample_splits(dataset, subset):
+    for split in sample_splits(entry.key):
         with (folder / f"{split}.jsonl").open("w") as handle:
             for row in generate_rows(entry, split, rows, seed):
                 handle.write(json.dumps(row) + "\n")
