@@ -24,8 +24,8 @@ from pathlib import Path
 import sentencepiece as spm
 from common import DATASETS, PeakMemory, write_mirror
 
-from p3data.catalog import Catalog
-from p3data.stores import MirrorStore
+from p3data.datasets.catalog import Catalog
+from p3data.datasets.stores import MirrorStore
 from p3data.templates import DatasetRenderer, Rendered, TemplateCollection
 from p3data.tokenize import with_extra_ids
 from p3data.vocab import SAMPLE_VOCAB

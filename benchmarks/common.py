@@ -8,9 +8,9 @@ from pathlib import Path
 
 import psutil
 
-from p3data.catalog import Catalog
 from p3data.dataset_key import DatasetKey
-from p3data.samples import generate_rows
+from p3data.datasets.catalog import Catalog
+from p3data.datasets.samples import generate_rows
 
 # Three of T0's training datasets, with all their templates (13 tasks).
 DATASETS = [DatasetKey("app_reviews"), DatasetKey("dbpedia_14"), DatasetKey("web_questions")]

@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from p3data.catalog import Catalog
 from p3data.dataset_key import DatasetKey
-from p3data.samples import generate_rows, sample_splits
+from p3data.datasets.catalog import Catalog
+from p3data.datasets.samples import generate_rows, sample_splits
 from p3data.templates import DatasetRenderer, TemplateCollection
 
 

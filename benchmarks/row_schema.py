@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from p3data.catalog import Catalog
-from p3data.samples import sample_rows, sample_splits
-from p3data.schema import RowChecker
+from p3data.datasets.catalog import Catalog
+from p3data.datasets.samples import sample_rows, sample_splits
+from p3data.datasets.schema import RowChecker
 
 
 def is_flat(features: dict) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 import seqio
 
 from p3data import metrics, t0
-from p3data.catalog import Catalog, read_catalog_file
+from p3data.datasets.catalog import Catalog, read_catalog_file
 from p3data.format.features import TOKEN_FEATURES
 from p3data.preprocessors import rank_classification
 from p3data.sources import PromptedSource, tf_dtype

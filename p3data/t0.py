@@ -21,8 +21,8 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from p3data.catalog import Catalog, DatasetEntry
 from p3data.dataset_key import DatasetKey
+from p3data.datasets.catalog import Catalog, DatasetEntry
 from p3data.errors import P3DataError
 from p3data.templates import Template, TemplateCollection
 

@@ -10,7 +10,7 @@ SentencePiece model.
 from __future__ import annotations
 
 from p3data import t0
-from p3data.catalog import Catalog
+from p3data.datasets.catalog import Catalog
 from p3data.registry import register_definitions
 from p3data.templates import TemplateCollection
 

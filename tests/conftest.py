@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from p3data.samples import SAMPLES_DIR
-from p3data.stores import ENV_DATA_DIR
+from p3data.datasets.samples import SAMPLES_DIR
+from p3data.datasets.stores import ENV_DATA_DIR
 from p3data.vocab import SAMPLE_VOCAB, set_vocabulary
 
 

@@ -15,7 +15,7 @@ from helpers.cache import cache_command, copy_samples, run_cache
 
 from p3data.cache.lock import output_lock
 from p3data.dataset_key import DatasetKey
-from p3data.samples import sample_rows
+from p3data.datasets.samples import sample_rows
 
 COPA = "super_glue_copa_exercise"
 RTE = "super_glue_rte_GPT_3_style"

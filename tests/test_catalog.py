@@ -9,7 +9,9 @@ import jsonschema
 import pytest
 import yaml
 
-from p3data.catalog import (
+from p3data.cli import main
+from p3data.dataset_key import DatasetKey
+from p3data.datasets.catalog import (
     CATALOG_FILE,
     ENV_CATALOG,
     EVAL_ROLES,
@@ -19,9 +21,7 @@ from p3data.catalog import (
     CatalogError,
     read_catalog_file,
 )
-from p3data.cli import main
-from p3data.dataset_key import DatasetKey
-from p3data.schema import RowChecker
+from p3data.datasets.schema import RowChecker
 
 SCHEMA = json.loads(SCHEMA_FILE.read_text())
 FIRST = {"dataset": "ok", "splits": {"train": 1}, "features": {"a": "string"}}

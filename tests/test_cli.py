@@ -11,9 +11,9 @@ from helpers.cache import P3DATA
 
 from p3data.cli import BUG, build_parser, main
 from p3data.commands import tasks
+from p3data.datasets.samples import SAMPLES_DIR
+from p3data.datasets.stores import ENV_DATA_DIR
 from p3data.errors import P3DataError
-from p3data.samples import SAMPLES_DIR
-from p3data.stores import ENV_DATA_DIR
 
 COPA = SAMPLES_DIR / "super_glue" / "copa"
 

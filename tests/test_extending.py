@@ -16,9 +16,15 @@ import seqio
 from helpers.templates import template_entry, write_templates
 
 from p3data import t0
-from p3data.catalog import ENV_CATALOG, Catalog, DatasetEntry, HubLocation, read_catalog_file
+from p3data.datasets.catalog import (
+    ENV_CATALOG,
+    Catalog,
+    DatasetEntry,
+    HubLocation,
+    read_catalog_file,
+)
+from p3data.datasets.stores import HubStore
 from p3data.registry import register_mixture, register_prompted
-from p3data.stores import HubStore
 from p3data.templates import TemplateCollection, TemplateSource, default_sources
 from p3data.templates.collection import ENV_TEMPLATE_DIRS
 

@@ -10,9 +10,9 @@ import pytest
 
 from p3data import t0
 from p3data.cli import main
+from p3data.datasets.rows import read_jsonl
+from p3data.datasets.samples import SAMPLES_DIR
 from p3data.quality.overlap import ngrams, overlap, shared_datasets, words
-from p3data.rows import read_jsonl
-from p3data.samples import SAMPLES_DIR
 
 TRAIN = "t0_train_one_og_prompt"  # 35 tasks, imdb among them: quick to render
 EVAL = "t0_eval_score_eval"

@@ -27,7 +27,8 @@ def test_sdist_installs_everything_workers_need(tmp_path):
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
         "import p3data, p3data.pipelines.cache, p3data.project_templates;"
-        "from p3data.samples import sample_splits; from p3data.catalog import Catalog;"
+        "from p3data.datasets.samples import sample_splits;"
+        "from p3data.datasets.catalog import Catalog;"
         "from p3data.dataset_key import DatasetKey;"
         "from p3data.vocab import SAMPLE_VOCAB;"
         "assert p3data.__file__.startswith(sys.argv[1]), p3data.__file__;"
@@ -37,3 +38,9 @@ def test_sdist_installs_everything_workers_need(tmp_path):
     result = subprocess.run([sys.executable, "-c", probe, str(target)], capture_output=True,
                             text=True, cwd=tmp_path)
     assert result.stdout.strip().endswith("ok"), result.stderr[-2000:]
+    # every package of the source tree is installed (a package missing from setup.cfg is not)
+    packages = sorted(".".join(init.parent.relative_to(ROOT).parts)
+                      for init in (ROOT / "p3data").rglob("__init__.py"))
+    installed = [name for name in packages
+                 if (target / name.replace(".", "/") / "__init__.py").is_file()]
+    assert installed == packages and "p3data.report" in packages

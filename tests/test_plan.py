@@ -8,8 +8,8 @@ import pytest
 from helpers.templates import template_entry, write_templates
 
 from p3data import t0
-from p3data.catalog import ENV_CATALOG
 from p3data.cli import main
+from p3data.datasets.catalog import ENV_CATALOG
 from p3data.errors import P3DataError
 from p3data.quality.common import TokenCounter
 from p3data.quality.plan import compare, plan, published_definitions

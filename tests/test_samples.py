@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from p3data.catalog import Catalog
 from p3data.dataset_key import DatasetKey
-from p3data.samples import generate_rows, sample_rows, sample_splits
-from p3data.schema import RowChecker
+from p3data.datasets.catalog import Catalog
+from p3data.datasets.samples import generate_rows, sample_rows, sample_splits
+from p3data.datasets.schema import RowChecker
 
 CATALOG = Catalog.load()
 ENTRIES = list(CATALOG)

@@ -13,11 +13,11 @@ import pytest
 
 from p3data import t0
 from p3data.cache.plan import CacheConfig, build_plan
-from p3data.catalog import Catalog
 from p3data.cli import main
-from p3data.rows import DataNotFoundError, RowFileError, SourceError, read_jsonl
-from p3data.samples import SAMPLES_DIR
-from p3data.stores import HubStore, ManualStore, MirrorStore, Shard
+from p3data.datasets.catalog import Catalog
+from p3data.datasets.rows import DataNotFoundError, RowFileError, SourceError, read_jsonl
+from p3data.datasets.samples import SAMPLES_DIR
+from p3data.datasets.stores import HubStore, ManualStore, MirrorStore, Shard
 from p3data.vocab import SAMPLE_VOCAB
 
 COPA_ROWS = SAMPLES_DIR / "super_glue" / "copa" / "validation.jsonl"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from p3data import t0
-from p3data.catalog import Catalog
 from p3data.dataset_key import DatasetKey
+from p3data.datasets.catalog import Catalog
 from p3data.templates import TemplateCollection
 
 

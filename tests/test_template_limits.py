@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from p3data.dataset_key import DatasetKey
+from p3data.datasets.samples import SAMPLES_DIR, sample_rows, sample_splits
 from p3data.errors import RenderLimitError, TemplateError
-from p3data.samples import SAMPLES_DIR, sample_rows, sample_splits
 from p3data.templates import CompiledTemplate, DatasetRenderer, Dropped, Rendered, Template, limits
 from p3data.templates.collection import TemplateCollection
 from p3data.templates.render import EMPTY_INPUTS, RENDER_ERROR

@@ -10,9 +10,9 @@ from helpers.templates import template_entry, write_templates
 
 from p3data import t0
 from p3data.cli import main
+from p3data.datasets.stores import ENV_DATA_DIR
 from p3data.quality.common import TokenCounter
 from p3data.quality.validate import Lengths, Thresholds, validate
-from p3data.stores import ENV_DATA_DIR
 from p3data.templates.collection import ENV_TEMPLATE_DIRS
 
 TASKS = "super_glue_copa_fixture_.*"

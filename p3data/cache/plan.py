@@ -16,13 +16,9 @@ from pathlib import Path
 
 from p3data import __version__, fs, t0
 from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
-from p3data.catalog import DatasetEntry
 from p3data.dataset_key import DatasetKey
-from p3data.errors import P3DataError
-from p3data.format import layout
-from p3data.format.manifest import FORMAT_VERSION, ManifestError, read_manifest
-from p3data.format.work import UnitMarker, WorkDir, read_record
-from p3data.stores import (
+from p3data.datasets.catalog import DatasetEntry
+from p3data.datasets.stores import (
     ROWS_PER_SHARD,
     HubStore,
     ManualStore,
@@ -31,6 +27,10 @@ from p3data.stores import (
     Shard,
     open_store,
 )
+from p3data.errors import P3DataError
+from p3data.format import layout
+from p3data.format.manifest import FORMAT_VERSION, ManifestError, read_manifest
+from p3data.format.work import UnitMarker, WorkDir, read_record
 from p3data.templates import Template
 from p3data.vocab import EXTRA_IDS
 

@@ -14,6 +14,8 @@ from contextlib import ExitStack
 from p3data import fs
 from p3data.batching import batched
 from p3data.cache.plan import CacheConfig, TaskOutput, WorkUnit, describe_bug
+from p3data.datasets.schema import RowChecker
+from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError
 from p3data.format import work
 from p3data.format.example import encode_entries, ids_entry, text_entry, wrap_entries
@@ -27,8 +29,6 @@ from p3data.format.features import (
     WEIGHT,
 )
 from p3data.format.tfrecord import frame
-from p3data.schema import RowChecker
-from p3data.stores import open_store
 from p3data.templates import DatasetRenderer, Dropped, Rendered
 from p3data.tokenize import EOS_ID, MEMO_MAX_CHARS, Tokenizer
 

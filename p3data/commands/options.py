@@ -8,9 +8,9 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from p3data.datasets.samples import SAMPLES_DIR
+from p3data.datasets.stores import ENV_DATA_DIR
 from p3data.errors import P3DataError
-from p3data.samples import SAMPLES_DIR
-from p3data.stores import ENV_DATA_DIR
 
 if TYPE_CHECKING:
     from p3data.quality.validate import Lengths

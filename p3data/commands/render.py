@@ -10,7 +10,7 @@ from pathlib import Path
 
 from p3data.batching import batched
 from p3data.dataset_key import DatasetKey
-from p3data.rows import RowFile
+from p3data.datasets.rows import RowFile
 from p3data.templates import DatasetRenderer, Dropped, TemplateCollection
 
 

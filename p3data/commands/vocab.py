@@ -9,8 +9,8 @@ from p3data.errors import P3DataError
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data.catalog import Catalog
-    from p3data.samples import rendered_texts
+    from p3data.datasets.catalog import Catalog
+    from p3data.datasets.samples import rendered_texts
     from p3data.templates import TemplateCollection
     from p3data.vocab import train_vocabulary
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from p3data.batching import batched
-from p3data.catalog import DatasetEntry
+from p3data.datasets.catalog import DatasetEntry
+from p3data.datasets.stores import ENV_DATA_DIR, MirrorStore, mirror_dir
 from p3data.errors import P3DataError
-from p3data.stores import ENV_DATA_DIR, MirrorStore, mirror_dir
 from p3data.vocab import SAMPLE_VOCAB
 
 

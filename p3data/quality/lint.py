@@ -22,8 +22,8 @@ import jinja2
 import yaml
 from jinja2 import nodes
 
-from p3data.catalog import Catalog
 from p3data.dataset_key import DatasetKey
+from p3data.datasets.catalog import Catalog
 from p3data.errors import TemplateError, TemplateFileError
 from p3data.templates import CompiledTemplate, Template, default_sources
 from p3data.templates.collection import TEMPLATE_FILENAME

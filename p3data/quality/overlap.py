@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from p3data import t0
+from p3data.datasets.rows import SourceError
+from p3data.datasets.samples import _strings as row_strings
 from p3data.quality.common import read_batches
-from p3data.rows import SourceError
-from p3data.samples import _strings as row_strings
 from p3data.tables import text_table
 from p3data.templates import DatasetRenderer, Rendered
 

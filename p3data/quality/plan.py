@@ -15,11 +15,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from p3data import t0
-from p3data.catalog import CATALOG_FILE, Catalog, read_catalog_file
+from p3data.datasets.catalog import CATALOG_FILE, Catalog, read_catalog_file
+from p3data.datasets.rows import SourceError
+from p3data.datasets.samples import SAMPLES_DIR
 from p3data.errors import P3DataError
 from p3data.quality.common import TokenCounter, read_batches
-from p3data.rows import SourceError
-from p3data.samples import SAMPLES_DIR
 from p3data.tables import text_table
 from p3data.templates import DatasetRenderer, Rendered, TemplateCollection, TemplateSource
 from p3data.templates.collection import promptsource_dir

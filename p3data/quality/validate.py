@@ -17,9 +17,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from p3data.datasets.rows import SourceError
+from p3data.datasets.schema import RowChecker
 from p3data.quality.common import TokenCounter, read_batches
-from p3data.rows import SourceError
-from p3data.schema import RowChecker
 from p3data.t0 import TaskSpec
 from p3data.tables import text_table
 from p3data.templates import NO_LABEL, DatasetRenderer, Dropped, Outcome, Rendered

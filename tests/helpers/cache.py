@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from p3data.catalog import Catalog
-from p3data.samples import SAMPLES_DIR, generate_rows, sample_splits
+from p3data.datasets.catalog import Catalog
+from p3data.datasets.samples import SAMPLES_DIR, generate_rows, sample_splits
 from p3data.vocab import SAMPLE_VOCAB
 
 P3DATA = str(Path(sys.executable).with_name("p3data"))

@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from p3data.catalog import Catalog, DatasetEntry
 from p3data.dataset_key import DatasetKey
-from p3data.rows import read_jsonl
+from p3data.datasets.catalog import Catalog, DatasetEntry
+from p3data.datasets.rows import read_jsonl
 from p3data.templates import DatasetRenderer, Rendered, TemplateCollection
 
-SAMPLES_DIR = Path(__file__).parent / "data" / "samples"
+SAMPLES_DIR = Path(__file__).parent.parent / "data" / "samples"
 
 
 def sample_splits(key: DatasetKey) -> list[str]:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import jsonschema
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: fast
-CATALOG_FILE = Path(__file__).parent / "data" / "catalog.yaml"
+CATALOG_FILE = Path(__file__).parent.parent / "data" / "catalog.yaml"
 ENV_CATALOG = "P3DATA_CATALOG"
 
 TRAIN_ROLES = ("t0", "t0+", "t0++")  # the first T0 training mixture a dataset joins
@@ -135,7 +135,7 @@ def _entry(raw: dict[str, Any], path: Path) -> DatasetEntry:
 
 # ---- validation: the declared schema, then the cross-field rules it cannot express ----
 
-SCHEMA_FILE = Path(__file__).parent / "data" / "catalog.schema.json"
+SCHEMA_FILE = Path(__file__).parent.parent / "data" / "catalog.schema.json"
 _MAX_PROBLEMS = 20
 _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string",
                "integer": "an integer", "number": "a number", "boolean": "true or false",
@@ -145,7 +145,7 @@ _Location = tuple[Any, ...]  # entry index, then keys and list indices inside th
 
 @functools.cache
 def _validator() -> jsonschema.Draft202012Validator:
-    import jsonschema  # here, not at module level: `import p3data.catalog` stays light
+    import jsonschema  # here, not at module level: `import p3data.datasets.catalog` stays light
 
     return jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
 

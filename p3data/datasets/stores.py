@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from p3data.catalog import DatasetEntry, HubLocation
-from p3data.rows import DataNotFoundError, RowFile, SourceError, one_line
+from p3data.datasets.catalog import DatasetEntry, HubLocation
+from p3data.datasets.rows import DataNotFoundError, RowFile, SourceError, one_line
 
 ENV_DATA_DIR = "P3DATA_DATA_DIR"
 ENV_MANUAL_DIR = "P3DATA_MANUAL_DIR"

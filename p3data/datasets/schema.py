@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from p3data.catalog import CatalogError
+from p3data.datasets.catalog import CatalogError
 
 Check = Callable[[Any], Sequence[str]]  # a value -> its problem categories (empty: it conforms)
 
