@@ -50,6 +50,7 @@ bench: install
 	$(PY) benchmarks/cache_memory.py
 	$(PY) benchmarks/cache_scaling.py
 	$(PY) benchmarks/row_schema.py
+	$(PY) benchmarks/parquet_mirror.py
 
 # Retrain the offline sample vocabulary after changing samples or templates.
 vocab: install

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 
 from p3data.commands import (
     cache,
+    compare,
     console,
+    fetch,
     lint,
     overlap,
     peek,
@@ -29,8 +31,8 @@ from p3data.commands import (
 from p3data.commands.options import option_hint
 from p3data.errors import P3DataError
 
-COMMANDS = (render, tasks, cache, verify, peek, vocab, lint, validate, plan, overlap,
-            report)
+COMMANDS = (render, tasks, fetch, cache, verify, compare, peek, vocab, lint, validate, plan,
+            overlap, report)
 BUG = ("p3data: this is a bug in p3data, not a mistake of yours: please report it with the "
        "traceback above")
 

@@ -126,6 +126,9 @@ def _announce(plan: CachePlan, selected: int, swept: int, out: TextIO) -> None:
     if swept:
         print(f"[p3data cache] removed {swept} temporary files left by an interrupted run",
               file=out)
+    for where, lines in plan.drift.items():
+        for line in lines:
+            print(f"[p3data cache] {where}: accepted drift from T0's rows: {line}", file=out)
 
 
 def _run_pipeline(plan: CachePlan, pipeline_args: Sequence[str], progress_every: float,

@@ -31,7 +31,8 @@ TREC = {
     "features": {"text": "string", "label": {"class_label": ["a", "b"]},
                  "answers": {"sequence": {"text": "string", "start": "int32"}}},
     "text_lengths": {"text": 60},
-    "hub": {"repo": "CogComp/trec", "config": None, "revision": None,
+    "hub": {"repo": "CogComp/trec", "revision": "refs/convert/parquet",
+            "files": {"train": "default/train/*.parquet", "test": "default/test/*.parquet"},
             "columns": {"coarse_label": "label"}, "notes": ""},
 }
 TYPE_HINT = SCHEMA["$defs"]["feature"]["description"]
@@ -53,7 +54,7 @@ def problems(path) -> list[str]:
 def test_the_shipped_catalog_validates():
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
     validated = read_catalog_file(CATALOG_FILE)
-    assert len(validated) == 66
+    assert len(validated) == 67
     assert validated == list(Catalog.load())  # what `load` reads without validating
 
 
@@ -65,7 +66,8 @@ def test_schema_roles_are_the_python_roles():
 
 @pytest.mark.parametrize(("changes", "expected"), [
     ({"hub": "x"},
-     "hub: expected a mapping (a Hub location: repo, config, revision, columns, notes), got 'x'"),
+     "hub: expected a mapping (a Hub location: repo, revision, files, columns, labels, drift, "
+     "notes), got 'x'"),
     ({"rounds": ["r1"]},
      "rounds: expected a mapping (round -> {task split: source split}), got ['r1']"),
     ({"train_size": "5452"}, "train_size: expected an integer, got '5452'"),
@@ -75,8 +77,8 @@ def test_schema_roles_are_the_python_roles():
     ({"train": "t1"}, "train: expected one of t0, t0+, t0++, null; got 't1'"),
     ({"eval": "heldout"}, "eval: expected one of held_out, bias_fairness, null; got 'heldout'"),
     ({"hubs": {}}, f"unknown field 'hubs' (known: {ENTRY_FIELDS})"),
-    ({"hub": {"repo": "x", "branch": "main"}},
-     "hub: unknown field 'branch' (known: repo, config, revision, columns, notes)"),
+    ({"hub": {**TREC["hub"], "branch": "main"}},
+     "hub: unknown field 'branch' (known: repo, revision, files, columns, labels, drift, notes)"),
     ({"subset": True}, "subset: expected a string or an integer (a Hugging Face config name; "
                        "numbers such as 2016 are read as text), got True"),
     ({"features": {"text": "string",
@@ -125,8 +127,8 @@ def test_every_problem_of_a_file_at_once_each_on_its_own_line(tmp_path):
                             FIRST])
     assert problems(path) == [
         f"{path}: entry 1 (trec): train: expected one of t0, t0+, t0++, null; got 't9'",
-        f"{path}: entry 1 (trec): hub: expected a mapping (a Hub location: repo, config, "
-        "revision, columns, notes), got 'x'",
+        f"{path}: entry 1 (trec): hub: expected a mapping (a Hub location: repo, "
+        "revision, files, columns, labels, drift, notes), got 'x'",
         f"{path}: entry 3 (ok): eval: expected one of held_out, bias_fairness, null; got 1",
         f"{path}: entry 4 (ok): the same dataset/subset as entry 2",
     ]
@@ -174,7 +176,7 @@ def test_p3data_list_with_a_bad_user_catalog_exits_2_with_one_line(tmp_path, mon
     assert captured.out == ""
     assert captured.err.splitlines() == [
         f"p3data: error: {path}: entry 1 (trec): hub: expected a mapping (a Hub location: repo, "
-        "config, revision, columns, notes), got 'x'"]
+        "revision, files, columns, labels, drift, notes), got 'x'"]
 
 
 # ---- RowChecker ----

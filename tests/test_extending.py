@@ -1,5 +1,5 @@
-"""Users' own datasets and templates get T0's naming, features and rules; the Hub store's real
-loading code runs on a local parquet repository (no network)."""
+"""Users' own datasets and templates get T0's naming, features and rules; the Hub store reads
+a user's pinned parquet files from a local Hub root (no network)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from p3data.datasets.catalog import (
     HubLocation,
     read_catalog_file,
 )
-from p3data.datasets.stores import HubStore
+from p3data.datasets.hub import HubStore
 from p3data.registry import register_mixture, register_prompted
 from p3data.templates import TemplateCollection, TemplateSource, default_sources
 from p3data.templates.collection import ENV_TEMPLATE_DIRS
@@ -62,20 +62,20 @@ def test_register_own_dataset_templates_and_mixture(tmp_path):
     assert all(e["targets"][-1] == 1 for e in examples)
 
 
-def test_hub_store_loads_a_parquet_repository(tmp_path):
-    repo = tmp_path / "hub_repo"
-    (repo / "cfg").mkdir(parents=True)
+def test_hub_store_reads_a_users_pinned_parquet_files(tmp_path):
+    """A user's own Hub dataset: its catalog entry pins the files; a Hub root serves them."""
+    hub_root = tmp_path / "hub"
+    export = hub_root / "me" / "reviews" / "v1.0" / "cfg"
+    export.mkdir(parents=True)
     table = pa.table({"sentence": [f"s{i}" for i in range(5)], "lbl": [0, 1, 0, 1, 1],
                       "extra": ["x"] * 5})
-    pq.write_table(table, repo / "cfg" / "train-00000-of-00001.parquet")
-    (repo / "README.md").write_text(
-        "---\nconfigs:\n- config_name: cfg\n  data_files:\n  - split: train\n"
-        "    path: cfg/train-*\n---\n")
+    pq.write_table(table, export / "train-00000-of-00001.parquet", row_group_size=2)
     entry = DatasetEntry(
         dataset="toy", subset=None, splits={"train": 5},
-        features={"sentence": "string", "label": {"class_label": ["a", "b"]}},
-        hub=HubLocation(repo=str(repo), config="cfg", columns={"lbl": "label"}))
-    store = HubStore(entry, rows_per_shard=2)
+        features={"sentence": "string", "label": "int64"},
+        hub=HubLocation(repo="me/reviews", revision="v1.0", files={"train": ("cfg/train-*",)},
+                        columns={"lbl": "label"}))
+    store = HubStore(entry, hub_root=str(hub_root), rows_per_shard=2)
     shards = store.list_shards("train")
     assert [(s.start, s.stop) for s in shards] == [(0, 2), (2, 4), (4, 5)]
     rows = [row for shard in shards for row in store.read("train", shard)]
@@ -118,7 +118,8 @@ def test_task_name_collision_skips_the_later_template_naming_both(tmp_path, capl
     assert "my_reviews_v1_Is_it_good_" in message
     # above 500k rows, T0's cap is shared by the dataset's two remaining templates, not three
     assert definitions.tasks["my_reviews_v1_Echo"].cap == 500_000 // 2
-    assert len(definitions.tasks) == 971 + 2  # T0's tasks are untouched
+    t0_only = t0.define(Catalog.load(), TemplateCollection.default())
+    assert len(definitions.tasks) == len(t0_only.tasks) + 2  # T0's tasks are untouched
 
 
 def test_import_p3data_tasks_survives_a_task_name_collision(tmp_path):

@@ -32,7 +32,7 @@ def test_sdist_installs_everything_workers_need(tmp_path):
         "from p3data.dataset_key import DatasetKey;"
         "from p3data.vocab import SAMPLE_VOCAB;"
         "assert p3data.__file__.startswith(sys.argv[1]), p3data.__file__;"
-        "assert len(Catalog.load()) == 66 and sample_splits(DatasetKey('super_glue', 'copa'));"
+        "assert len(Catalog.load()) == 67 and sample_splits(DatasetKey('super_glue', 'copa'));"
         "assert SAMPLE_VOCAB.is_file(); print('ok')"
     )
     result = subprocess.run([sys.executable, "-c", probe, str(target)], capture_output=True,

@@ -13,9 +13,11 @@ CATALOG = Catalog.load()
 ENTRIES = list(CATALOG)
 
 
-def test_catalog_lists_t0s_66_datasets():
-    assert len(ENTRIES) == 66
+def test_catalog_lists_t0s_66_datasets_and_winogrande_debiased():
+    assert len(ENTRIES) == 67
     roles = [(e.train, e.eval) for e in ENTRIES]
+    assert [e.name for e in ENTRIES if e.train is None and e.eval is None] == [
+        "winogrande/winogrande_debiased"]  # in P3, in no T0 mixture
     assert sum(r[0] == "t0" for r in roles) == 38
     assert sum(r[0] == "t0+" for r in roles) == 10
     assert sum(r[0] == "t0++" for r in roles) == 6

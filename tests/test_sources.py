@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from p3data.cli import main
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.rows import DataNotFoundError, RowFileError, SourceError, read_jsonl
 from p3data.datasets.samples import SAMPLES_DIR
-from p3data.datasets.stores import HubStore, ManualStore, MirrorStore, Shard
+from p3data.datasets.stores import ManualStore, MirrorStore, Shard
 from p3data.vocab import SAMPLE_VOCAB
 
 COPA_ROWS = SAMPLES_DIR / "super_glue" / "copa" / "validation.jsonl"
@@ -55,7 +54,7 @@ def write_parquet(path: Path, rows: list[dict], **options) -> bytes:
 def test_jsonl_with_a_bad_byte_names_line_and_byte_when_planned_and_read(copa):
     lines = COPA_ROWS.read_bytes().splitlines(keepends=True)
     lines[6] = lines[6].replace(b"The", b"Th\xff", 1)
-    path = copa.folder / "validation.jsonl"
+    path = Path(copa.folder) / "validation.jsonl"
     path.write_bytes(b"".join(lines))
     where = len(b"".join(lines[:6])) + lines[6].index(b"\xff")
     expected = (f"super_glue/copa validation: {path}:7: not UTF-8 at byte {where:,} "
@@ -82,7 +81,7 @@ def test_line_endings_and_blank_lines_give_the_rows_text_mode_gives(copa):
     rows = read_jsonl(COPA_ROWS)
     text = "\r\n".join(json.dumps(row) for row in rows[:5]) + "\r\n\r\n  \n"
     text += "\r".join(json.dumps(row) for row in rows[5:]) + "\n"
-    path = copa.folder / "validation.jsonl"
+    path = Path(copa.folder) / "validation.jsonl"
     path.write_bytes(text.encode())
     with path.open(encoding="utf-8") as handle:
         reference = [json.loads(line) for line in handle if line.strip()]
@@ -93,7 +92,7 @@ def test_line_endings_and_blank_lines_give_the_rows_text_mode_gives(copa):
 
 def test_parquet_rows_are_the_jsonl_rows(copa):
     rows = read_jsonl(COPA_ROWS)
-    write_parquet(copa.folder / "validation.parquet", rows)
+    write_parquet(Path(copa.folder) / "validation.parquet", rows)
     assert read_all(copa, "validation") == rows
 
 
@@ -103,7 +102,7 @@ def test_parquet_rows_are_the_jsonl_rows(copa):
     (lambda data: b"", "Parquet file size is 0 bytes"),
 ], ids=["truncated", "fake", "empty"])
 def test_broken_parquet_fails_when_planned_naming_the_file(copa, damage, arrow_says):
-    path = copa.folder / "validation.parquet"
+    path = Path(copa.folder) / "validation.parquet"
     path.write_bytes(damage(write_parquet(path, read_jsonl(COPA_ROWS))))
     message = one_line_error(lambda: copa.list_shards("validation"))
     assert message.startswith(f"super_glue/copa validation: {path}: {NOT_PARQUET}{arrow_says}")
@@ -112,7 +111,7 @@ def test_broken_parquet_fails_when_planned_naming_the_file(copa, damage, arrow_s
 
 
 def test_corrupt_parquet_data_fails_when_read_naming_file_and_rows(copa):
-    path = copa.folder / "validation.parquet"
+    path = Path(copa.folder) / "validation.parquet"
     rows = [{"premise": f"premise number {i}", "label": i % 2} for i in range(5000)]
     data = bytearray(write_parquet(path, rows, row_group_size=1000, compression="snappy"))
     middle = len(data) // 2
@@ -127,7 +126,7 @@ def test_corrupt_parquet_data_fails_when_read_naming_file_and_rows(copa):
 
 @pytest.mark.parametrize("name", ["validation.jsonl", "validation.parquet"])
 def test_file_gone_after_planning_is_data_not_found(copa, name):
-    path = copa.folder / name
+    path = Path(copa.folder) / name
     rows = read_jsonl(COPA_ROWS)
     if name.endswith(".parquet"):
         write_parquet(path, rows)
@@ -189,23 +188,6 @@ def test_manual_csv_with_a_bad_number_names_row_and_field(story_cloze):
     assert one_line_error(lambda: list(story_cloze.read("validation", shard))) == (
         f"story_cloze/2016 validation: {path}: row 1: field 'answer_right_ending' is not an "
         "integer: 'two'")
-
-
-def test_hub_load_failures_name_dataset_split_and_repo(tmp_path, catalog):
-    copa = catalog.get("super_glue", "copa")
-    scripted = tmp_path / "scripted"
-    scripted.mkdir()
-    (scripted / "scripted.py").write_text("")  # a repo with only a loading script
-    for repo, kind, reason in [
-        (tmp_path / "absent" / "repo", DataNotFoundError, "Couldn't find any data file"),
-        (scripted, SourceError, "Dataset scripts are no longer supported"),
-    ]:
-        entry = dataclasses.replace(copa, hub=dataclasses.replace(copa.hub, repo=str(repo)))
-        store = HubStore(entry)
-        message = one_line_error(lambda s=store: list(s.read("validation", Shard("v", 0, 2))),
-                                 kind)
-        assert message.startswith(f"super_glue/copa validation: cannot load '{repo}', config "
-                                  f"'copa' from the Hub: {reason}")
 
 
 def test_planning_fails_only_the_tasks_of_the_unreadable_split(tmp_path):

@@ -17,8 +17,8 @@ def definitions() -> t0.T0Definitions:
 
 def test_task_count(definitions):
     score_eval = [n for n in definitions.tasks if n.endswith("_score_eval")]
-    assert len(definitions.tasks) == 971
-    assert len(score_eval) == 379
+    assert len(definitions.tasks) == 983  # T0's 971 and winogrande_debiased's 12
+    assert len(score_eval) == 385
 
 
 @pytest.mark.parametrize("mixture, size", [

@@ -39,7 +39,7 @@ def rendered(definitions: t0.T0Definitions, name: str, split: str) -> list[Rende
 
 def test_everything_is_registered(t0_tasks):
     assert set(t0_tasks.tasks) <= set(seqio.TaskRegistry.names())
-    assert len(t0_tasks.tasks) == 971
+    assert len(t0_tasks.tasks) == 983
     mixture = seqio.get_mixture_or_task("t0_train")
     assert len(mixture.tasks) == 313
     assert sum(mixture.get_rate(task) for task in mixture.tasks) == 17_277_798

@@ -10,23 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from p3data import __version__, fs, t0
 from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import DatasetEntry
-from p3data.datasets.stores import (
-    ROWS_PER_SHARD,
-    HubStore,
-    ManualStore,
-    MirrorStore,
-    RowStore,
-    Shard,
-    open_store,
-)
+from p3data.datasets.stores import ROWS_PER_SHARD, Shard, open_store
 from p3data.errors import P3DataError
 from p3data.format import layout
 from p3data.format.manifest import FORMAT_VERSION, ManifestError, read_manifest
@@ -93,6 +84,7 @@ class CacheConfig:
     output_dir: str
     vocab_model: bytes
     data_dir: str | None = None
+    hub_root: str | None = None  # a copy of the Hub's layout; None: $P3DATA_HUB_ROOT or the Hub
     extra_ids: int = EXTRA_IDS
     seed: int = 0
     shards: int | None = None  # output shards per split; None: about one per 10k examples
@@ -130,6 +122,7 @@ class CachePlan:
     done: list[str] = field(default_factory=list)  # tasks already complete with this setup
     resumed: set[str] = field(default_factory=set)  # units an earlier run finished
     tracebacks: list[str] = field(default_factory=list)  # of unexpected errors (bugs)
+    drift: dict[str, tuple[str, ...]] = field(default_factory=dict)  # dataset/split -> accepted
 
     @property
     def rows(self) -> int:
@@ -149,25 +142,6 @@ def describe_bug(err: BaseException) -> tuple[str, str]:
     """(one line for the summary, the traceback to print after it) of an unexpected error."""
     text = "".join(traceback.format_exception(err))
     return f"{BUG_NOTE} ({type(err).__name__}: {err})", text
-
-
-def _file_digest(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def source_identity(store: RowStore, shards: Iterable[Shard]) -> dict:
-    """What the rows came from: file hashes for local files, repo and revision for the Hub."""
-    if isinstance(store, MirrorStore | ManualStore):
-        files = sorted({shard.path for shard in shards if shard.path})
-        return {"kind": type(store).__name__, "files": {
-            Path(p).name: _file_digest(p) for p in files}}
-    assert isinstance(store, HubStore)
-    hub = store.entry.hub
-    return {"kind": "hub", "repo": hub.repo, "config": hub.config, "revision": hub.revision}
 
 
 def template_digest(template: Template) -> str:
@@ -216,9 +190,12 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
     listed: dict[tuple[DatasetKey, str], tuple[list[Shard], dict]] = {}
     for (key, source_split), users in readers.items():
         try:
-            store = open_store(users[0][0].entry, config.data_dir, config.rows_per_shard)
+            store = open_store(users[0][0].entry, config.data_dir, config.rows_per_shard,
+                               hub_root=config.hub_root)
             shards = store.list_shards(source_split)
-            listed[(key, source_split)] = (shards, source_identity(store, shards))
+            listed[(key, source_split)] = (shards, store.identity(source_split))
+            if store.drift:
+                plan.drift[f"{key}/{source_split}"] = store.drift
         except P3DataError as err:
             reason = str(err)
         except Exception as err:  # noqa: BLE001 - a bug fails this dataset split, not the run

@@ -32,8 +32,9 @@ def run(args: argparse.Namespace) -> int:
     specs = t0.select(t0.load_definitions(), args.mixture, args.tasks)
     config = CacheConfig(
         output_dir=args.output_dir.rstrip("/"), vocab_model=read_vocabulary(args.vocab),
-        data_dir=args.data_dir, seed=args.seed, shards=args.shards, p3_layout=args.p3_layout,
-        rows_per_shard=args.rows_per_shard, max_error_rate=args.max_error_rate)
+        data_dir=args.data_dir, hub_root=args.hub_root, seed=args.seed, shards=args.shards,
+        p3_layout=args.p3_layout, rows_per_shard=args.rows_per_shard,
+        max_error_rate=args.max_error_rate)
     beam_args = [RUNNER_ALIASES.get(arg, arg) for arg in args.beam_args]
     with console.libraries_to_log(args.verbose, "cache") as stream:
         from p3data.pipelines.cache import run_cache  # Beam: its import talks too

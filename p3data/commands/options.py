@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from p3data.datasets.hub import ENV_HUB_ROOT
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.stores import ENV_DATA_DIR
 from p3data.errors import P3DataError
@@ -66,6 +67,13 @@ def token_lengths(text: str) -> Lengths:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def add_hub_option(parser: argparse.ArgumentParser) -> None:
+    """Where "the Hub" is, as `args.hub_root`: a copy of its layout, or None for the Hub."""
+    parser.add_argument("--hub-root", metavar="URL",
+                        help="read the Hub from a copy laid out as URL/<owner>/<name>/"
+                             f"<revision>/<path> (default: ${ENV_HUB_ROOT}, else the Hub)")
+
+
 def add_data_options(parser: argparse.ArgumentParser, *, max_rows: bool,
                      hub: bool = False) -> None:
     """Where rows come from, as `args.data_dir`: a local mirror or the bundled samples (the
@@ -74,11 +82,14 @@ def add_data_options(parser: argparse.ArgumentParser, *, max_rows: bool,
     otherwise = ", else the manual folder or the Hub" if hub else ""
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--data-dir", metavar="DIR",
-                        help="a local mirror, DIR/<dataset>[/<subset>]/<split>.jsonl|parquet "
+                        help="a mirror (a folder or any fsspec URL, e.g. gs://), "
+                             "DIR/<dataset>[/<subset>]/<split>.jsonl|parquet "
                              f"(default: ${ENV_DATA_DIR}{otherwise})")
     source.add_argument("--samples", action="store_const", dest="data_dir",
                         const=str(SAMPLES_DIR),
                         help="read the bundled sample rows (same as --data-dir <samples>)")
+    if hub:
+        add_hub_option(parser)
     if max_rows:
         parser.add_argument("--max-rows", type=positive_int, metavar="N",
                             help="read at most N rows of each split (default: all)")

@@ -37,12 +37,15 @@ class CatalogError(P3DataError):
 
 @dataclass(frozen=True)
 class HubLocation:
-    """A Hugging Face Hub repository that loads with current `datasets` (no scripts)."""
+    """Exactly which parquet files on the Hub hold each split, and how they differ from T0's
+    2021 rows: read directly, so no loading script and no guessing of configs is involved."""
 
-    repo: str | None = None
-    config: str | None = None
-    revision: str | None = None
-    columns: dict[str, str] = field(default_factory=dict)  # hub column -> original name
+    repo: str | None = None  # owner/name; None: the Hub has no usable copy (`notes` say why)
+    revision: str | None = None  # a commit SHA, else a branch or ref (main, refs/convert/parquet)
+    files: dict[str, tuple[str, ...]] = field(default_factory=dict)  # split -> globs in the repo
+    columns: dict[str, str] = field(default_factory=dict)  # hub column -> 2021 name
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)  # column -> {hub: 2021 name}
+    drift: tuple[str, ...] = ()  # accepted differences from the 2021 rows, one line each
     notes: str = ""
 
 
@@ -123,13 +126,23 @@ def _entry(raw: dict[str, Any], path: Path) -> DatasetEntry:
         eval=raw.get("eval"),
         train_size=raw.get("train_size"),
         text_lengths=dict(raw.get("text_lengths") or {}),
-        hub=HubLocation(
-            repo=hub.get("repo"), config=hub.get("config"), revision=hub.get("revision"),
-            columns=dict(hub.get("columns") or {}), notes=hub.get("notes") or "",
-        ),
+        hub=_hub_location(hub),
         manual_download=raw.get("manual_download"),
         rounds=raw.get("rounds"),
         source=str(path),
+    )
+
+
+def _hub_location(hub: dict[str, Any]) -> HubLocation:
+    files = hub.get("files") or {}
+    return HubLocation(
+        repo=hub.get("repo"), revision=hub.get("revision"),
+        files={split: (globs,) if isinstance(globs, str) else tuple(globs)
+               for split, globs in files.items()},
+        columns=dict(hub.get("columns") or {}),
+        labels={column: dict(names) for column, names in (hub.get("labels") or {}).items()},
+        drift=tuple(line.strip() for line in hub.get("drift") or ()),
+        notes=hub.get("notes") or "",
     )
 
 
@@ -197,17 +210,41 @@ def _cross_field_problems(item: dict[str, Any]) -> Iterator[tuple[_Location, str
     manual = item.get("manual_download") or {}
     split_refs = [(("rounds", name, split), source) for name, mapping in
                   (item.get("rounds") or {}).items() for split, source in mapping.items()]
-    split_refs += [(("manual_download", "files", split), split) for split in
-                   manual.get("files") or {}]
+    split_refs += [((section, "files", split), split) for section, spec in
+                   (("manual_download", manual), ("hub", hub)) for split in spec.get("files") or {}]
     field_refs = [(("text_lengths", name), name) for name in item.get("text_lengths") or {}]
     field_refs += [((section, "columns", old), new) for section, spec in
                    (("hub", hub), ("manual_download", manual))
                    for old, new in (spec.get("columns") or {}).items()]
+    field_refs += [(("hub", "labels", column), column) for column in hub.get("labels") or {}]
     for refs, known, kind in ((split_refs, item["splits"], "splits"),
                               (field_refs, item["features"], "features")):
         for where, name in refs:
             if name not in known:
                 yield where, f"{name!r} is not one of the entry's {kind} ({', '.join(known)})"
+    yield from _hub_problems(item, hub)
+
+
+def _hub_problems(item: dict[str, Any], hub: dict[str, Any]) -> Iterator[tuple[_Location, str]]:
+    """Files for every split of a Hub copy; label maps onto the column's own class names."""
+    files = hub.get("files") or {}
+    if not hub.get("repo") and files:
+        yield ("hub", "files"), "files need a repo"
+    elif hub.get("repo") and not item.get("manual_download"):
+        missing = [split for split in item["splits"] if split not in files]
+        if missing:
+            yield ("hub", "files"), f"no files for split {', '.join(map(repr, missing))}"
+    for column, names in (hub.get("labels") or {}).items():
+        kind = item["features"].get(column)
+        if kind is None:
+            continue  # reported above
+        if not (isinstance(kind, dict) and list(kind) == ["class_label"]):
+            yield ("hub", "labels", column), f"{column!r} is not a class_label feature"
+            continue
+        for hub_name, name in names.items():
+            if name not in kind["class_label"]:
+                yield (("hub", "labels", column, hub_name),
+                       f"{name!r} is not one of the class names of {column!r}")
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
@@ -224,6 +261,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
         case "enum":
             choices = ", ".join(c if isinstance(c, str) else json.dumps(c) for c in expected)
             return f"expected one of {choices}; got {_show(value)}"
+        case "pattern":
+            return f"expected {schema['description']}, got {_show(value)}"
         case "minimum":
             return f"expected at least {expected}, got {_show(value)}"
         case "minLength" | "minItems" | "minProperties":

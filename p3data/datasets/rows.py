@@ -1,25 +1,26 @@
-"""Reading rows from local files (JSON Lines, parquet, CSV) with errors that say where.
+"""Reading rows from files on any filesystem (JSON Lines, parquet, CSV) with errors that say
+where.
 
 Any failure to open, read or decode a file becomes one line naming the dataset split it
 serves, the file, the line or rows concerned and the reason; the library's own exception
-stays chained as the cause.
+stays chained as the cause. Paths are strings any fsspec filesystem knows (see `p3data.fs`).
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from p3data import fs
 from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
-    import pyarrow.parquet as pq
-
-PARQUET_BATCH_ROWS = 2048
+    from p3data.datasets.parquet import ParquetRows
 
 
 class SourceError(P3DataError):
@@ -41,20 +42,23 @@ def one_line(err: BaseException) -> str:
 
 @dataclass(frozen=True)
 class RowFile:
-    """A local file of rows; `about` (e.g. "super_glue/copa validation") heads its errors."""
+    """A file of rows; `about` (e.g. "super_glue/copa validation") heads its errors."""
 
-    path: Path
+    path: str
     about: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", os.fspath(self.path))  # a Path is welcome too
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """The rows of a `.parquet` file, or of a JSON Lines file (any other name)."""
-        return self._parquet_rows() if self.path.suffix == ".parquet" else self._jsonl_rows()
+        return self._parquet_rows() if self._is_parquet else self._jsonl_rows()
 
     def count(self) -> int:
         """How many rows `rows()` yields: parquet metadata, or the non-blank lines (decoded,
         so a file that is not UTF-8 fails when it is planned, not half-way through)."""
-        if self.path.suffix == ".parquet":
-            return self._parquet().metadata.num_rows
+        if self._is_parquet:
+            return self._parquet().metadata().num_rows
         return sum(map(bool, map(str.strip, self._lines())))
 
     def csv_rows(self) -> Iterator[dict[str, str]]:
@@ -67,25 +71,30 @@ class RowFile:
 
     def error(self, reason: str, line: int | None = None) -> RowFileError:
         """An error about this file (at this line)."""
-        return RowFileError(self._message(reason, line))
+        return RowFileError(self.message(reason, line))
 
-    def _message(self, reason: str, line: int | None = None) -> str:
-        place = f"{self.path}:{line}" if line else str(self.path)
+    def missing(self) -> DataNotFoundError:
+        return DataNotFoundError(self.message("cannot open rows file: no such file"))
+
+    def message(self, reason: str, line: int | None = None) -> str:
+        """`reason`, located: what the file serves, the file and the line."""
+        place = f"{self.path}:{line}" if line else self.path
         return f"{self.about}: {place}: {reason}" if self.about else f"{place}: {reason}"
 
-    def _not_found(self) -> DataNotFoundError:
-        return DataNotFoundError(self._message("cannot open rows file: no such file"))
+    @property
+    def _is_parquet(self) -> bool:
+        return self.path.endswith(".parquet")
 
     def _lines(self) -> Iterator[str]:
         """The lines as text mode splits them (at LF, CRLF or CR), endings kept as CSV needs.
         Decoding in large blocks is fast; `_raw_lines` locates a bad byte afterwards."""
         try:
-            handle = self.path.open(encoding="utf-8", newline="")
+            raw = fs.open_read(self.path)
         except FileNotFoundError as err:
-            raise self._not_found() from err
+            raise self.missing() from err
         except OSError as err:
             raise self.error(f"cannot open rows file: {err.strerror or err}") from err
-        with handle:
+        with raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as handle:
             try:
                 yield from handle
             except UnicodeDecodeError as err:
@@ -96,7 +105,7 @@ class RowFile:
     def _raw_lines(self) -> Iterator[tuple[int, int, bytes]]:
         """(line number, byte offset, bytes) of every line, numbered as `_lines` numbers them."""
         number = offset = 0
-        with self.path.open("rb") as handle:
+        with fs.open_read(self.path) as handle:
             for chunk in handle:  # ends at LF: a CRLF is never cut in two
                 for raw in chunk.splitlines(keepends=True):
                     number += 1
@@ -126,30 +135,15 @@ class RowFile:
                 raise self.error(f"expected a JSON object, got {row!r:.60}", number)
             yield row
 
-    def _parquet(self) -> pq.ParquetFile:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    def _parquet(self) -> ParquetRows:
+        from p3data.datasets.parquet import ParquetRows  # here: parquet.py builds on this module
 
-        try:
-            return pq.ParquetFile(self.path)
-        except FileNotFoundError as err:
-            raise self._not_found() from err
-        except (pa.ArrowException, OSError) as err:
-            reason = f"not a parquet file (or truncated/corrupt): {one_line(err)}"
-            raise self.error(reason) from err
+        return ParquetRows(self.path, self.about)
 
     def _parquet_rows(self) -> Iterator[dict[str, Any]]:
-        import pyarrow as pa
-
-        done = 0
-        try:
-            for batch in self._parquet().iter_batches(batch_size=PARQUET_BATCH_ROWS):
-                yield from batch.to_pylist()
-                done += batch.num_rows
-        except (pa.ArrowException, OSError) as err:
-            reason = f"cannot decode the rows from row {done:,} on (corrupt file?): {one_line(err)}"
-            raise self.error(reason) from err
+        for table in self._parquet().tables():
+            yield from table.to_pylist()
 
 
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    return list(RowFile(Path(path))._jsonl_rows())
+def read_jsonl(path: str | os.PathLike) -> list[dict[str, Any]]:
+    return list(RowFile(path)._jsonl_rows())

@@ -48,16 +48,28 @@ def _compile(path: str, kind: Any) -> Check:
     constructor = next(iter(kind)) if len(kind) == 1 else None
     if constructor in ("sequence", "list"):
         inner = kind[constructor]
-        if constructor == "sequence" and _is_struct(inner):
-            # `datasets` stores a sequence of structs as a struct of lists
-            return _struct(path, {name: {"list": sub} for name, sub in inner.items()},
-                           prefix=f"{path}.")
+        if constructor == "sequence" and _is_struct(inner):  # stored as a struct of lists
+            return _struct(path, stored_form(kind), prefix=f"{path}.")
         return _list(path, inner)
     return _struct(path, kind, prefix=f"{path}.")
 
 
 def _is_struct(kind: Any) -> bool:
     return isinstance(kind, Mapping) and not (len(kind) == 1 and next(iter(kind)) in _CONSTRUCTORS)
+
+
+def stored_form(kind: Any) -> Any:
+    """A catalog type as `datasets` stores it: `{sequence: <struct>}` is a struct of lists,
+    any other `{sequence: X}` or `{list: X}` is `{list: X}`; scalars and class labels as they
+    are. Row checks, drift checks and the mirror's parquet schema all use this one form."""
+    if isinstance(kind, str) or (isinstance(kind, Mapping) and list(kind) == ["class_label"]):
+        return kind
+    if _is_struct(kind):
+        return {name: stored_form(sub) for name, sub in kind.items()}
+    inner = kind.get("sequence", kind.get("list"))
+    if "sequence" in kind and _is_struct(inner):
+        return {name: {"list": stored_form(sub)} for name, sub in inner.items()}
+    return {"list": stored_form(inner)}
 
 
 def _mismatch(path: str, expected: str, value: Any) -> str:

@@ -1,14 +1,14 @@
-"""Where a dataset's rows come from: a local mirror, a manual-download folder, or the Hub.
+"""Where a dataset's rows come from: a mirror on any filesystem, a manual-download folder, or
+pinned parquet files on the Hub (`hub.py`).
 
-A store lists a split's shards (row ranges, possibly across files) and reads one shard at a
-time, numbering rows by their position in the whole split, so a split can be processed by
-many workers and every row keeps the same index however it is sharded. Nothing is read until
-a shard is listed or read; a source that cannot be found, loaded or decoded raises a
-`SourceError` naming the dataset split, the file and the place in it.
+Every store keeps one contract, `RowStore`. Nothing is read until a shard is listed or read;
+a source that cannot be found, loaded or decoded raises a `SourceError` naming the dataset
+split, the file and the place in it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from p3data.datasets.catalog import DatasetEntry, HubLocation
-from p3data.datasets.rows import DataNotFoundError, RowFile, SourceError, one_line
+from p3data import fs
+from p3data.datasets.catalog import DatasetEntry
+from p3data.datasets.parquet import ParquetRows, row_group_runs
+from p3data.datasets.rows import DataNotFoundError, RowFile
+from p3data.datasets.snapshot import read_snapshot
 
 ENV_DATA_DIR = "P3DATA_DATA_DIR"
 ENV_MANUAL_DIR = "P3DATA_MANUAL_DIR"
@@ -27,77 +30,143 @@ ROWS_PER_SHARD = 50_000
 
 @dataclass(frozen=True)
 class Shard:
-    """Rows [start, stop) of a split; `path` when they come from one file of a mirror."""
+    """Rows [start, stop) of a split; `path` when they come from one file, whose first row is
+    row `offset` of the split."""
 
     name: str
     start: int
     stop: int
     path: str | None = None
-    offset: int = 0  # row number of the file's first row within the split
+    offset: int = 0
 
 
 class RowStore(Protocol):
+    """The rows of one dataset's splits, however they are stored.
+
+    - Rows are numbered by their position in the whole split, so a row keeps its number
+      however the split is sharded and whichever worker reads it.
+    - `list_shards(split)` cuts the split into shards from metadata only (file listings,
+      parquet footers, line counts); `read(split, shard)` yields exactly the shard's rows and
+      can be called for any shard, in any order, in any process, without reading the rows
+      before it (JSON Lines excepted: a line's place is known only by reading up to it).
+    - A store pickles (Beam ships it to workers): it holds locations, never open files.
+    - `identity(split)` says which rows were read, for cache fingerprints and manifests:
+      files with their sizes and digests, or the Hub repository, revision and files.
+    - `drift` holds the catalog's accepted differences from T0's 2021 rows, one line each.
+    """
+
+    drift: tuple[str, ...]
+
     def list_shards(self, split: str) -> list[Shard]: ...
 
     def read(self, split: str, shard: Shard) -> Iterator[dict[str, Any]]: ...
 
+    def identity(self, split: str) -> dict[str, Any]: ...
 
-def _row_ranges(prefix: str, total: int, rows_per_shard: int, **extra: Any) -> list[Shard]:
-    offset = extra.get("offset", 0)
-    return [
-        Shard(f"{prefix}[{start}:{min(start + rows_per_shard, total)}]",
-              offset + start, offset + min(start + rows_per_shard, total), **extra)
-        for start in range(0, max(total, 1), rows_per_shard)
-    ]
+
+def row_runs(total: int, rows_per_shard: int) -> list[tuple[int, int]]:
+    """[start, stop) ranges of `rows_per_shard` rows over `total` rows (one, empty, if none)."""
+    return [(start, min(start + rows_per_shard, total))
+            for start in range(0, max(total, 1), rows_per_shard)]
+
+
+def file_shards(path: str, runs: list[tuple[int, int]], offset: int = 0) -> list[Shard]:
+    """Shards of one file's row ranges `runs`, the file's first row being row `offset`."""
+    name = fs.name_of(path)
+    return [Shard(f"{name}[{start}:{stop}]", offset + start, offset + stop, path=path,
+                  offset=offset) for start, stop in runs]
+
+
+# What gcsfs and s3fs list for an object: its digest, known without reading it.
+_LISTED_CHECKSUMS = ("md5Hash", "crc32c", "ETag", "etag")
+
+
+def file_identity(path: str) -> dict[str, Any]:
+    """A file's size and digest: the filesystem's checksum when it lists one, else sha256."""
+    filesystem, local = fs.resolve(path)
+    info = filesystem.info(local)
+    for key in _LISTED_CHECKSUMS:
+        if info.get(key):
+            return {"size": info["size"], key: info[key]}
+    digest = hashlib.sha256()
+    with fs.open_read(path) as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+    return {"size": info["size"], "sha256": digest.hexdigest()}
 
 
 _SPLIT_FILE = re.compile(r"^(?P<split>.+?)(-\d{5}-of-\d{5})?\.(?P<ext>jsonl|parquet)$")
 
 
 class MirrorStore:
-    """`<root>/<dataset>[/<subset>]/<split>.{jsonl,parquet}` or `<split>-NNNNN-of-MMMMM.*`."""
+    """`<root>/<dataset>[/<subset>]/<split>.{jsonl,parquet}` or `<split>-NNNNN-of-MMMMM.*`,
+    on any filesystem. Parquet files are sharded by row groups, JSON Lines by line counts."""
 
-    def __init__(self, root: Path, entry: DatasetEntry, rows_per_shard: int = ROWS_PER_SHARD):
-        self.folder = Path(entry.key.folder(root))
+    def __init__(self, root: str | os.PathLike, entry: DatasetEntry,
+                 rows_per_shard: int = ROWS_PER_SHARD):
+        self.folder = entry.key.folder(root)
         self.entry = entry
         self.rows_per_shard = rows_per_shard
 
-    def files(self, split: str) -> list[Path]:
-        found = sorted(
-            path for path in self.folder.glob(f"{split}*")
-            if (m := _SPLIT_FILE.match(path.name)) and m["split"] == split
-        )
+    @property
+    def drift(self) -> tuple[str, ...]:
+        """The accepted drifts `p3data fetch` recorded in the dataset's snapshot, so a build
+        from a fetched mirror shows and records them as one from the Hub does (a hand-made
+        mirror has none)."""
+        record = read_snapshot(self.folder)
+        return tuple(record.drift) if record else ()
+
+    def files(self, split: str) -> list[str]:
+        found = [fs.join(self.folder, name) for name in fs.files_in(self.folder)
+                 if (m := _SPLIT_FILE.match(name)) and m["split"] == split]
         if not found:
             raise DataNotFoundError(
                 f"{self.entry.name}: no rows for split {split!r} in the mirror; expected "
-                f"{self.folder / (split + '.parquet')} or {self.folder / (split + '.jsonl')}"
-            )
+                f"{fs.join(self.folder, split + '.parquet')} or "
+                f"{fs.join(self.folder, split + '.jsonl')}")
         return found
 
     def list_shards(self, split: str) -> list[Shard]:
         shards, offset = [], 0
         for path in self.files(split):
-            count = RowFile(path, f"{self.entry.name} {split}").count()
-            shards += _row_ranges(path.name, count, self.rows_per_shard,
-                                  path=str(path), offset=offset)
+            if path.endswith(".parquet"):
+                metadata = ParquetRows(path, self._about(split)).metadata()
+                runs, count = row_group_runs(metadata, self.rows_per_shard), metadata.num_rows
+            else:
+                count = RowFile(path, self._about(split)).count()
+                runs = row_runs(count, self.rows_per_shard)
+            shards += file_shards(path, runs, offset)
             offset += count
         return shards
 
     def read(self, split: str, shard: Shard) -> Iterator[dict[str, Any]]:
         assert shard.path is not None
         first, last = shard.start - shard.offset, shard.stop - shard.offset
-        rows = RowFile(Path(shard.path), f"{self.entry.name} {split}").rows()
-        for number, row in enumerate(rows):
+        if shard.path.endswith(".parquet"):
+            for table in ParquetRows(shard.path, self._about(split)).tables(first, last):
+                yield from table.to_pylist()
+            return
+        for number, row in enumerate(RowFile(shard.path, self._about(split)).rows()):
             if number >= last:
                 return
             if number >= first:
                 yield row
 
+    def identity(self, split: str) -> dict[str, Any]:
+        return {"files": {fs.name_of(path): file_identity(path) for path in self.files(split)},
+                "drift": list(self.drift)}
+
+    def _about(self, split: str) -> str:
+        return f"{self.entry.name} {split}"
+
 
 class ManualStore:
     """Files a user downloaded by hand (e.g. Story Cloze), mapped onto the original schema."""
 
-    def __init__(self, root: Path, entry: DatasetEntry, rows_per_shard: int = ROWS_PER_SHARD):
+    drift: tuple[str, ...] = ()
+
+    def __init__(self, root: str | os.PathLike, entry: DatasetEntry,
+                 rows_per_shard: int = ROWS_PER_SHARD):
         self.entry = entry
         self.rows_per_shard = rows_per_shard
         self.spec = entry.manual_download or {}
@@ -117,12 +186,12 @@ class ManualStore:
         return path
 
     def _file(self, split: str) -> RowFile:
-        return RowFile(self.path(split), f"{self.entry.name} {split}")
+        return RowFile(str(self.path(split)), f"{self.entry.name} {split}")
 
     def list_shards(self, split: str) -> list[Shard]:
         file = self._file(split)
         count = sum(1 for _ in file.csv_rows())
-        return _row_ranges(file.path.name, count, self.rows_per_shard, path=str(file.path))
+        return file_shards(file.path, row_runs(count, self.rows_per_shard))
 
     def read(self, split: str, shard: Shard) -> Iterator[dict[str, Any]]:
         columns = self.spec.get("columns") or {}
@@ -133,6 +202,10 @@ class ManualStore:
             if number >= shard.start:
                 row = {columns.get(k, k): v for k, v in raw.items()}
                 yield _typed(row, self.entry.features, file, number)
+
+    def identity(self, split: str) -> dict[str, Any]:
+        path = str(self.path(split))
+        return {"files": {fs.name_of(path): file_identity(path)}}
 
 
 def _typed(row: dict[str, Any], features: dict[str, Any], file: RowFile,
@@ -149,72 +222,24 @@ def _typed(row: dict[str, Any], features: dict[str, Any], file: RowFile,
     return row
 
 
-class HubStore:
-    """`datasets.load_dataset` of the catalog's Hub location (honours HF offline settings).
-
-    `revision` may be a commit or a branch such as `refs/convert/parquet`, where the Hub keeps
-    parquet copies of datasets whose main branch still holds only a loading script.
-    """
-
-    def __init__(self, entry: DatasetEntry, rows_per_shard: int = ROWS_PER_SHARD):
-        if not entry.hub.repo:
-            raise DataNotFoundError(
-                f"{entry.name}: no Hub location is known ({entry.hub.notes or 'see the catalog'});"
-                f" serve it from a local mirror with {ENV_DATA_DIR}"
-            )
-        self.entry = entry
-        self.rows_per_shard = rows_per_shard
-        self._loaded: dict[str, Any] = {}
-
-    def _split(self, split: str):
-        if split not in self._loaded:
-            import datasets
-
-            hub = self.entry.hub
-            try:
-                data = datasets.load_dataset(hub.repo, hub.config, split=split,
-                                             revision=hub.revision)
-            # what `datasets` raises for missing, unreachable or unloadable repos, configs and
-            # splits (RuntimeError: the repo only has a loading script)
-            except (datasets.exceptions.DatasetsError, OSError, ValueError, RuntimeError) as err:
-                kind = DataNotFoundError if isinstance(err, FileNotFoundError) else SourceError
-                raise kind(f"{self.entry.name} {split}: cannot load {_describe(hub)} from the "
-                           f"Hub: {one_line(err)}") from err
-            if hub.columns:
-                data = data.rename_columns(hub.columns)
-            # Modern copies sometimes add columns; keep the schema the templates were written for.
-            data = data.select_columns([c for c in data.column_names if c in self.entry.features])
-            self._loaded[split] = data
-        return self._loaded[split]
-
-    def list_shards(self, split: str) -> list[Shard]:
-        return _row_ranges(split, self.entry.splits[split], self.rows_per_shard)
-
-    def read(self, split: str, shard: Shard) -> Iterator[dict[str, Any]]:
-        data = self._split(split)
-        yield from data.select(range(shard.start, min(shard.stop, len(data))))
-
-
-def _describe(hub: HubLocation) -> str:
-    config = f", config {hub.config!r}" if hub.config else ""
-    revision = f", revision {hub.revision}" if hub.revision else ""
-    return f"{hub.repo!r}{config}{revision}"
-
-
-def mirror_dir(data_dir: str | os.PathLike | None = None) -> Path | None:
-    """The local mirror to read rows from: `data_dir`, else `$P3DATA_DATA_DIR`; None when there
-    is none (rows then come from manual downloads or the Hub)."""
+def mirror_dir(data_dir: str | os.PathLike | None = None) -> str | None:
+    """The mirror to read rows from (a local path or any fsspec URL: file://, gs://,
+    memory://...): `data_dir`, else `$P3DATA_DATA_DIR`; None when there is none (rows then
+    come from manual downloads or the Hub)."""
     root = data_dir or os.environ.get(ENV_DATA_DIR)
-    return Path(root) if root else None
+    return os.fspath(root) if root else None
 
 
 def open_store(entry: DatasetEntry, data_dir: str | os.PathLike | None = None,
-               rows_per_shard: int = ROWS_PER_SHARD) -> RowStore:
-    """The mirror when one is set (it is then authoritative), else manual files, else the Hub."""
+               rows_per_shard: int = ROWS_PER_SHARD, *, hub_root: str | None = None) -> RowStore:
+    """The mirror when one is set (it is then authoritative), else manual files, else the Hub
+    (through `hub_root`, else `$P3DATA_HUB_ROOT`, else huggingface.co)."""
     root = mirror_dir(data_dir)
     if root is not None:
         return MirrorStore(root, entry, rows_per_shard)
     if entry.manual_download:
         manual = os.environ.get(ENV_MANUAL_DIR) or DEFAULT_MANUAL_DIR
         return ManualStore(Path(manual).expanduser(), entry, rows_per_shard)
-    return HubStore(entry, rows_per_shard)
+    from p3data.datasets.hub import HubStore  # hub.py builds on this module
+
+    return HubStore(entry, hub_root=hub_root, rows_per_shard=rows_per_shard)

@@ -8,6 +8,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from p3data import fs
 from p3data.batching import batched
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.stores import ENV_DATA_DIR, MirrorStore, mirror_dir
@@ -15,22 +16,22 @@ from p3data.errors import P3DataError
 from p3data.vocab import SAMPLE_VOCAB
 
 
-def data_root(data_dir: str | os.PathLike | None) -> Path:
-    """The local mirror to read (see `stores.mirror_dir`), which must exist: checks read whole
-    splits, so they never fall back to downloading from the Hub."""
+def data_root(data_dir: str | os.PathLike | None) -> str:
+    """The mirror to read (see `stores.mirror_dir`; any filesystem), which must exist: checks
+    read whole splits, so they never fall back to downloading from the Hub."""
     root = mirror_dir(data_dir)
     if root is None:
         raise P3DataError(
             f"no rows to read: set {ENV_DATA_DIR} or choose a local mirror, "
             "DIR/<dataset>[/<subset>]/<split>.jsonl|parquet, or the bundled sample rows",
             setting="rows")
-    if not root.is_dir():
+    if not fs.is_dir(root):
         raise P3DataError(f"data folder {root} does not exist")
     return root
 
 
 def read_batches(
-    root: Path, entry: DatasetEntry, split: str, max_rows: int | None = None
+    root: str, entry: DatasetEntry, split: str, max_rows: int | None = None
 ) -> Iterator[tuple[int, list[dict[str, Any]]]]:
     """(number of the first row, rows) for one split of a mirror, in batches.
 

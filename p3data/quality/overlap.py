@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from p3data import t0
@@ -155,7 +154,7 @@ def overlap(
     definitions: t0.T0Definitions,
     train_mixture: str,
     eval_mixture: str,
-    root: Path,
+    root: str,
     *,
     n: int = 13,
     train_split: str = TRAIN_SPLIT,
@@ -183,7 +182,7 @@ def overlap(
     return report
 
 
-def _index_split(index: EvalIndex, specs: Sequence[t0.TaskSpec], split: str, *, root: Path,
+def _index_split(index: EvalIndex, specs: Sequence[t0.TaskSpec], split: str, *, root: str,
                  max_rows: int | None) -> None:
     """Add one evaluation split's rows (read by `specs`) to the index."""
     entry = specs[0].entry
@@ -194,7 +193,7 @@ def _index_split(index: EvalIndex, specs: Sequence[t0.TaskSpec], split: str, *, 
 
 
 def _scan_split(report: OverlapReport, index: EvalIndex, specs: Sequence[t0.TaskSpec],
-                *, split: str, root: Path, max_rows: int | None) -> None:
+                *, split: str, root: str, max_rows: int | None) -> None:
     """Render one training split through its tasks' templates and look up every input."""
     renderer = DatasetRenderer(spec.template for spec in specs)
     task_of = {spec.template.name: spec.name for spec in specs}

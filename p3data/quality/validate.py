@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from p3data.datasets.rows import SourceError
@@ -118,14 +117,14 @@ class Thresholds:
 class Validation:
     reports: list[TaskReport]
     twins: int  # selected score-eval tasks, validated through their base tasks
-    root: Path
+    root: str
     vocab: str
     lengths: Lengths
 
 
 def validate(
     specs: Sequence[TaskSpec],
-    root: Path,
+    root: str,
     tokens: TokenCounter,
     *,
     lengths: Lengths = Lengths(),
@@ -156,7 +155,7 @@ def validate(
 
 
 def _validate_split(
-    members: list[tuple[TaskSpec, TaskReport]], root: Path, source_split: str, *,
+    members: list[tuple[TaskSpec, TaskReport]], root: str, source_split: str, *,
     tokens: TokenCounter, lengths: Lengths, max_rows: int | None,
 ) -> None:
     """One pass over a dataset split for all of its selected templates."""

@@ -1,0 +1,153 @@
+"""What a split's files hold, compared with the catalog's 2021 schema and sizes.
+
+Rows read from the Hub today are not always the rows T0 read: columns were renamed, class
+labels reordered, configs exported side by side, big splits exported in part. Before any row
+of a split is read, its parquet footers are compared with the catalog entry: columns and types
+after the declared renames (in the catalog's type language), ClassLabel names after the
+declared label map, and the number of rows, which must equal the catalog's split size. Any
+difference the catalog does not declare fails the split with one line; the differences it
+accepts (`hub.drift`) are shown to users and recorded in manifests instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from p3data.datasets.catalog import DatasetEntry
+from p3data.datasets.parquet import hub_features
+from p3data.datasets.rows import SourceError
+from p3data.datasets.schema import stored_form
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# `datasets` dtypes and Arrow type names that the catalog spells otherwise
+_SPELLINGS = {"large_string": "string", "float": "float32", "double": "float64",
+              "halffloat": "float16"}
+
+
+class DriftError(SourceError):
+    """A split's files differ from the catalog in a way the catalog does not declare."""
+
+
+def refuse_partial(entry: DatasetEntry, split: str, paths: Sequence[str]) -> None:
+    """The Hub's converter cuts big splits short into `partial-<split>/` folders: never rows."""
+    for path in paths:
+        if any(folder.startswith("partial-") for folder in path.split("/")[:-1]):
+            raise DriftError(
+                f"{entry.name}/{split}: {path} is a partial export (a partial-* folder holds "
+                "the first rows of a split too big to convert); pin the complete files, or "
+                "build a mirror from the dataset's source")
+
+
+def check(entry: DatasetEntry, split: str, *, schemas: Sequence[pa.Schema], rows: int,
+          files: str) -> None:
+    """Raise a DriftError listing every undeclared difference between the files (their
+    `schemas`, `rows` in all, matched by `files`) and the catalog entry."""
+    problems = [problem for schema in schemas for problem in _schema_problems(entry, schema)]
+    if rows != entry.splits[split]:
+        problems.append(f"{rows:,} rows in {files} != catalog {entry.splits[split]:,}")
+    if problems:
+        raise DriftError(f"{entry.name}/{split}: " + "; ".join(dict.fromkeys(problems)))
+
+
+def class_names(schema: pa.Schema, column: str) -> list[str] | None:
+    """The ClassLabel names of a top-level column, from the file's `datasets` features."""
+    kind = _from_hub((hub_features(schema) or {}).get(column, {}))
+    return kind["class_label"] if _is_class_label(kind) else None
+
+
+def _schema_problems(entry: DatasetEntry, schema: pa.Schema) -> Iterator[str]:
+    hub = entry.hub
+    declared = hub_features(schema)
+    found = {hub.columns.get(name, name): (
+        _from_hub(declared[name]) if declared and name in declared
+        else _from_arrow(schema.field(name).type)) for name in schema.names}
+    missing = [name for name in entry.features if name not in found]
+    if missing:
+        yield (f"no column {', '.join(map(repr, missing))} in the files (they have "
+               f"{', '.join(schema.names)}); declare a column rename")
+    for name, kind in entry.features.items():
+        if name not in found:
+            continue
+        expected, actual = stored_form(kind), found[name]
+        if _is_class_label(expected) and _is_class_label(actual):
+            yield from _label_problems(name, actual["class_label"], expected["class_label"],
+                                       hub.labels.get(name))
+        elif not _conforms(actual, expected):
+            yield f"{name}: {_show(actual)} != catalog {_show(expected)}"
+
+
+def _label_problems(column: str, names: list[str], expected: list[str],
+                    label_map: Mapping[str, str] | None) -> Iterator[str]:
+    if label_map is None:
+        if names != expected:
+            yield (f"{column} names [{', '.join(names)}] != catalog [{', '.join(expected)}]; "
+                   "declare a label map")
+        return
+    unmapped = [name for name in names if name not in label_map]
+    if unmapped:
+        yield f"{column} names [{', '.join(unmapped)}] are not in the declared label map"
+
+
+# ---- types in one language: the catalog's, with `sequence` spelled as `datasets` stores it ----
+
+def _is_class_label(kind: Any) -> bool:
+    return isinstance(kind, dict) and list(kind) == ["class_label"]
+
+
+
+
+def _from_hub(spec: Any) -> Any:
+    """A `datasets` feature (as its JSON in parquet metadata) in the catalog's language;
+    kinds the catalog cannot express stay their `datasets` names, which match nothing."""
+    if isinstance(spec, list):  # `[feature]`: a list of it
+        return {"list": _from_hub(spec[0])}
+    if not isinstance(spec, dict):
+        return repr(spec)
+    if "_type" not in spec:
+        return {name: _from_hub(sub) for name, sub in spec.items()}
+    match spec["_type"]:
+        case "Value":
+            return _SPELLINGS.get(spec["dtype"], spec["dtype"])
+        case "ClassLabel":
+            return {"class_label": list(spec["names"])}
+        case "Sequence" if isinstance(spec["feature"], dict) and "_type" not in spec["feature"]:
+            return {name: {"list": _from_hub(sub)} for name, sub in spec["feature"].items()}
+        case "Sequence" | "List" | "LargeList":
+            return {"list": _from_hub(spec["feature"])}
+    return spec["_type"]
+
+
+def _from_arrow(kind: pa.DataType) -> Any:
+    """An Arrow type (a file written without `datasets` features) in the catalog's language."""
+    import pyarrow as pa
+
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return {"list": _from_arrow(kind.value_type)}
+    if pa.types.is_struct(kind):
+        return {field.name: _from_arrow(field.type) for field in kind}
+    name = str(kind)
+    return _SPELLINGS.get(name, name)
+
+
+def _conforms(actual: Any, expected: Any) -> bool:
+    """The same type; a struct may have fields the catalog does not know."""
+    if isinstance(expected, str) or _is_class_label(expected):
+        return actual == expected
+    if not isinstance(actual, dict) or _is_class_label(actual):
+        return False
+    if list(expected) == ["list"]:
+        return list(actual) == ["list"] and _conforms(actual["list"], expected["list"])
+    return list(actual) != ["list"] and all(
+        name in actual and _conforms(actual[name], sub) for name, sub in expected.items())
+
+
+def _show(kind: Any) -> str:
+    """A type as the catalog would write it, e.g. `{list: string}`."""
+    if isinstance(kind, str):
+        return kind
+    if _is_class_label(kind):
+        return f"class_label [{', '.join(kind['class_label'])}]"
+    return "{" + ", ".join(f"{name}: {_show(sub)}" for name, sub in kind.items()) + "}"

@@ -1,0 +1,337 @@
+"""Snapshots of Hub datasets in a mirror, so that a build reads verified, reproducible rows.
+
+A snapshot is a dataset's catalog splits read through `HubStore` (columns renamed, class ids
+remapped by name, every split checked against the catalog before anything is written) and
+written as parquet where `MirrorStore` (`--data-dir`) reads them, on any filesystem:
+`<mirror>/<dataset>[/<subset>]/<split>.parquet`, or `<split>-NNNNN-of-MMMMM.parquet` for a big
+split, in row groups of ROW_GROUP_ROWS rows so the split shards without rescanning. Beside the
+files, written last, `snapshot.json` records what was read and written: the repository, the
+revision asked and the commit read, the source files, each written file's size, sha256 and
+rows, the checked schema and the declared drifts. A snapshot whose files match their record is
+skipped by a rerun and passes `verify_snapshot`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+from p3data import __version__, fs
+from p3data.batching import batched
+from p3data.datasets.catalog import DatasetEntry
+from p3data.datasets.hub import HubStore
+from p3data.datasets.parquet import ParquetRows, with_retries
+from p3data.datasets.rows import DataNotFoundError, SourceError, one_line
+from p3data.datasets.schema import stored_form
+from p3data.datasets.snapshot import (
+    SNAPSHOT,
+    FileRecord,
+    SnapshotError,
+    SnapshotRecord,
+    SplitSnapshot,
+    read_snapshot,
+)
+from p3data.datasets.stores import MirrorStore, Shard
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+HUB_URL = "https://huggingface.co"
+# A fifth of a default source shard (stores.ROWS_PER_SHARD): shards of whole row groups stay
+# close to the size a build asks for.
+ROW_GROUP_ROWS = 10_000
+FILE_BYTES = 512 << 20  # a split is cut into files of about this much source parquet
+_COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
+
+RowsWritten = Callable[[int, int], None]  # (rows, bytes) just written
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A dataset's snapshot in a mirror; `fetched` is False when the mirror already held it,
+    intact."""
+
+    record: SnapshotRecord
+    fetched: bool
+
+
+def snapshot(entry: DatasetEntry, mirror: str, *, hub_root: str | None = None,
+             force: bool = False, row_group_rows: int = ROW_GROUP_ROWS,
+             file_bytes: int = FILE_BYTES, on_rows: RowsWritten | None = None) -> Snapshot:
+    """Snapshot `entry` from the Hub (or `hub_root`) into `mirror`, unless the mirror already
+    holds an intact snapshot of what the catalog asks for (`force`: fetch it anyway).
+    `on_rows` hears of every row group written."""
+    folder = entry.key.folder(mirror)
+    if not force and (kept := _intact_snapshot(entry, mirror)):
+        return Snapshot(kept, fetched=False)
+    store = HubStore(entry, hub_root=hub_root)
+    commit, resolved = resolve_commit(entry, store.hub_root)
+    if store.hub_root is None:  # read the commit resolved, even if the branch moves meanwhile
+        pinned = dataclasses.replace(entry.hub, revision=commit)
+        store = HubStore(dataclasses.replace(entry, hub=pinned))
+    shards = {split: store.list_shards(split) for split in entry.splits}  # checks every split
+    fs.delete([fs.join(folder, SNAPSHOT)])
+    fs.sweep_temporaries(folder)
+    writer = _SplitWriter(store, mirror, row_group_rows=row_group_rows, file_bytes=file_bytes,
+                          on_rows=on_rows or (lambda rows, size: None))
+    splits = {split: writer.write(split, split_shards) for split, split_shards in shards.items()}
+    hub = entry.hub
+    assert hub.repo is not None and hub.revision is not None  # HubStore requires them
+    record = SnapshotRecord(
+        dataset=entry.dataset, subset=entry.subset, repo=hub.repo, revision=hub.revision,
+        commit=commit, commit_resolved=resolved, source=store.hub_root or HUB_URL,
+        files={split: list(globs) for split, globs in hub.files.items()},
+        columns=dict(hub.columns), labels=dict(hub.labels), features=entry.features,
+        drift=list(hub.drift), splits=splits, p3data_version=__version__,
+        fetched_at=datetime.now(UTC).isoformat(timespec="seconds"))
+    path = fs.join(folder, SNAPSHOT)
+    with _writing(path):
+        fs.write_bytes(path, record.to_json())
+    return Snapshot(record, fetched=True)
+
+
+def _intact_snapshot(entry: DatasetEntry, mirror: str) -> SnapshotRecord | None:
+    """The mirror's snapshot of `entry` if it is of what the catalog asks for now and its
+    files match their record (else the dataset is fetched again, its record replaced)."""
+    try:
+        record = read_snapshot(entry.key.folder(mirror))
+    except SnapshotError:
+        return None
+    if record is None or not record.asks_for(entry) or verify_snapshot(mirror, record):
+        return None
+    return record
+
+
+def resolve_commit(entry: DatasetEntry, hub_root: str | None) -> tuple[str, bool]:
+    """(the commit the entry's revision names, whether it is known to be one). The Hub says
+    which commit a branch or ref is at; under a Hub root a revision is only a folder name,
+    taken as a commit when it is spelt as a full SHA."""
+    repo, revision = entry.hub.repo, entry.hub.revision
+    assert repo is not None and revision is not None
+    if hub_root:
+        return revision, bool(_COMMIT_SHA.fullmatch(revision))
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    where = f"{entry.name}: {repo}@{revision}"
+    try:
+        info = with_retries(lambda: HfApi().dataset_info(repo, revision=revision), about=where)
+    except GatedRepoError as err:
+        raise SourceError(f"{where}: not allowed ({one_line(err)}); for a gated dataset, "
+                          "accept its conditions on the Hub and log in") from err
+    except (RepositoryNotFoundError, RevisionNotFoundError) as err:
+        raise DataNotFoundError(f"{where}: {one_line(err)}") from err
+    return info.sha, True
+
+
+def arrow_schema(features: dict[str, Any]) -> pa.Schema:
+    """The parquet schema of the catalog's features, as `datasets` stores them."""
+    import pyarrow as pa
+
+    return pa.schema([(name, arrow_type(kind)) for name, kind in features.items()])
+
+
+def arrow_type(kind: Any) -> pa.DataType:
+    """A catalog type in Arrow, in its stored form (`schema.stored_form`): scalars as declared
+    (int32 stays int32), class ids as int64."""
+    import pyarrow as pa
+
+    stored = stored_form(kind)
+    if isinstance(stored, str):
+        return pa.type_for_alias(stored)
+    if list(stored) == ["class_label"]:
+        return pa.int64()
+    if list(stored) == ["list"]:
+        return pa.list_(arrow_type(stored["list"]))
+    return pa.struct([(name, arrow_type(sub)) for name, sub in stored.items()])
+
+
+class _SplitWriter:
+    """Writes the splits of one dataset read from `store` into its folder of `mirror`."""
+
+    def __init__(self, store: HubStore, mirror: str, *, row_group_rows: int, file_bytes: int,
+                 on_rows: RowsWritten):
+        self.store, self.entry = store, store.entry
+        self.mirror = MirrorStore(mirror, store.entry)
+        self.schema = arrow_schema(store.entry.features)
+        self.row_group_rows, self.file_bytes, self.on_rows = row_group_rows, file_bytes, on_rows
+
+    def write(self, split: str, shards: list[Shard]) -> SplitSnapshot:
+        """The split's rows in files of whole row groups; files of an earlier snapshot that
+        these do not replace are deleted, or the mirror would serve them too."""
+        rows = self.entry.splits[split]
+        source_files: dict[str, int] = self.store.identity(split)["files"]
+        count = max(1, -(-sum(source_files.values()) // self.file_bytes))
+        per_file = -(-max(rows, 1) // count)
+        per_file = -(-per_file // self.row_group_rows) * self.row_group_rows
+        count = max(1, -(-rows // per_file))
+        read = (row for shard in shards for row in self.store.read(split, shard))
+        files = {}
+        for number in range(count):
+            name = (f"{split}.parquet" if count == 1
+                    else f"{split}-{number:05d}-of-{count:05d}.parquet")
+            files[name] = self._write_file(
+                fs.join(self.mirror.folder, name), islice(read, per_file),
+                about=f"{self.entry.name}/{split}", first=number * per_file)
+        written = sum(record.rows for record in files.values())
+        if written != rows:
+            raise SourceError(f"{self.entry.name}/{split}: read {written:,} rows where the "
+                              f"files' footers say {rows:,} (did they change while read?)")
+        fs.delete([path for path in self.mirror.files(split) if fs.name_of(path) not in files])
+        return SplitSnapshot(rows, source_files, files)
+
+    def _write_file(self, path: str, rows: Iterable[dict[str, Any]], *, about: str,
+                    first: int) -> FileRecord:
+        """One file of rows, the first of them row `first` of the split."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        written = reported = 0
+        with _writing(path), fs.atomic_writer(path) as handle:
+            sink = _Digesting(handle)
+            with pq.ParquetWriter(sink, self.schema) as writer:
+                for batch in batched(rows, self.row_group_rows):
+                    try:
+                        table = pa.Table.from_pylist(batch, schema=self.schema)
+                    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+                        start = first + written
+                        raise SourceError(
+                            f"{about}: rows {start:,} to {start + len(batch) - 1:,} do not fit "
+                            f"the catalog's schema: {one_line(err)}") from err
+                    writer.write_table(table, row_group_size=self.row_group_rows)
+                    written += len(batch)
+                    self.on_rows(len(batch), sink.size - reported)
+                    reported = sink.size
+        self.on_rows(0, sink.size - reported)  # the footer
+        return FileRecord(sink.size, sink.sha256.hexdigest(), written)
+
+
+class _Digesting:
+    """A write-only file that hashes and counts what goes through it to `handle`."""
+
+    def __init__(self, handle: Any):
+        self.handle = handle
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+        self.closed = False
+
+    def write(self, data: bytes) -> int:
+        self.sha256.update(data)
+        self.size += len(data)
+        return self.handle.write(data)
+
+    def tell(self) -> int:
+        return self.size
+
+    def writable(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        self.handle.flush()
+
+    def close(self) -> None:  # the handle is the atomic writer's to close
+        self.closed = True
+
+
+@contextlib.contextmanager
+def _writing(path: str) -> Iterator[None]:
+    """Failing to write `path` in the mirror is one line naming it."""
+    try:
+        yield
+    except OSError as err:
+        raise SnapshotError(f"{path}: cannot write it ({err.strerror or one_line(err)})") from err
+
+
+def verify_snapshot(mirror: str, record: SnapshotRecord) -> list[str]:
+    """Problems of one dataset's snapshot in `mirror`, one line each (none: the files the
+    mirror serves for it are those recorded, intact)."""
+    store = MirrorStore(mirror, DatasetEntry(
+        record.dataset, record.subset, {split: s.rows for split, s in record.splits.items()},
+        record.features))
+    record_path = fs.join(store.folder, SNAPSHOT)
+    problems = []
+    for split, recorded in record.splits.items():
+        try:
+            served = {fs.name_of(path) for path in store.files(split)}
+        except DataNotFoundError:
+            served = set()
+        problems += [f"{fs.join(store.folder, name)}: not in {record_path}, yet --data-dir "
+                     "reads it too: delete it, or fetch the dataset again with --force"
+                     for name in sorted(served - set(recorded.files))]
+        for name, file in recorded.files.items():
+            path = fs.join(store.folder, name)
+            problem = (_file_problem(path, file, f"{record.key} {split}") if name in served
+                       else f"{path}: missing ({record_path} records it)")
+            if problem:
+                problems.append(problem)
+    return problems
+
+
+def _file_problem(path: str, recorded: FileRecord, about: str) -> str | None:
+    """What is wrong with one written file: its size, its sha256 or its footer's rows."""
+    size = fs.size(path)
+    if size != recorded.size:
+        return f"{path}: {size:,} bytes, the snapshot record says {recorded.size:,}"
+    digest = hashlib.sha256()
+    with fs.open_read(path) as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+    if digest.hexdigest() != recorded.sha256:
+        return f"{path}: sha256 differs from the snapshot record (the file changed)"
+    try:
+        rows = ParquetRows(path, about).metadata().num_rows
+    except SourceError as err:
+        return str(err)
+    if rows != recorded.rows:
+        return f"{path}: {rows:,} rows in its footer, the snapshot record says {recorded.rows:,}"
+    return None
+
+
+@dataclass
+class MirrorCheck:
+    """What `verify_mirror` found: the snapshots checked and one line per problem."""
+
+    records: list[SnapshotRecord] = dataclasses.field(default_factory=list)
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def files(self) -> int:
+        return sum(len(split.files) for record in self.records
+                   for split in record.splits.values())
+
+
+def verify_mirror(mirror: str) -> MirrorCheck:
+    """Check every snapshot in `mirror` against its record."""
+    if not fs.is_dir(mirror):
+        raise SnapshotError(f"{mirror}: no such mirror folder; fill one with p3data fetch "
+                            f"--to {mirror}")
+    check = MirrorCheck()
+    paths = [path for path in fs.walk_files(mirror) if fs.name_of(path) == SNAPSHOT]
+    if not paths:
+        check.problems.append(f"{mirror}: no {SNAPSHOT} in this mirror; fill it with p3data "
+                              f"fetch --to {mirror}")
+    for path in paths:
+        try:
+            record = read_snapshot(fs.parent_of(path))
+        except SnapshotError as err:
+            check.problems.append(str(err))
+            continue
+        assert record is not None  # listed just now
+        folder = record.key.folder(mirror)
+        if fs.canonical(folder) != fs.canonical(fs.parent_of(path)):
+            check.problems.append(f"{path}: records {record.key}, whose folder is {folder}")
+            continue
+        check.records.append(record)
+        check.problems += verify_snapshot(mirror, record)
+    return check
