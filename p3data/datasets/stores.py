@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -108,11 +109,11 @@ class MirrorStore:
         self.entry = entry
         self.rows_per_shard = rows_per_shard
 
-    @property
+    @cached_property
     def drift(self) -> tuple[str, ...]:
         """The accepted drifts `p3data fetch` recorded in the dataset's snapshot, so a build
         from a fetched mirror shows and records them as one from the Hub does (a hand-made
-        mirror has none)."""
+        mirror has none). Read once: the planner and `identity` both ask, per split."""
         record = read_snapshot(self.folder)
         return tuple(record.drift) if record else ()
 
