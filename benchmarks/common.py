@@ -12,8 +12,10 @@ from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.samples import generate_rows
 
-# Three of T0's training datasets, with all their templates (13 tasks).
+# Three of T0's training datasets, with all their templates (13 tasks): short texts.
 DATASETS = [DatasetKey("app_reviews"), DatasetKey("dbpedia_14"), DatasetKey("web_questions")]
+# Two with long texts (reviews of ~1,300 characters, news articles of ~4,000): 20 tasks.
+LONG_DATASETS = [DatasetKey("imdb"), DatasetKey("cnn_dailymail", "3.0.0")]
 
 
 def write_mirror(root: Path, datasets, rows: int, *, split: str = "train", seed: int = 0) -> None:

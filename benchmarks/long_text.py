@@ -1,0 +1,57 @@
+"""Long-text and short-text T0-style tasks side by side: `p3data cache` (1 and 2 workers)
+against stock `seqio_cache_tasks` (tasks defined as T0 did) and against the floor, SentencePiece
+batch encoding of the same rendered text; then the tokenizer memo's figures on the long text.
+
+Long text: every template of imdb and cnn_dailymail (20 training tasks), lengths from the
+catalog; short text: `cache_vs_stock.py`'s 13 tasks. Targets (issue 11): at least 50x stock on
+both, at least 1.5x the floor on long text. Figures are examples per CPU-second of the whole
+process tree.
+
+    .venv/bin/python benchmarks/long_text.py [--rows 20000] [--short-rows 20000] [--skip-stock]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+from cache_vs_stock import SHORT, BenchSet, floor_rate, ours_rate, rendered_texts, stock_rate
+from common import LONG_DATASETS, write_mirror
+from tokenize_memo import measure, rendered_batches
+
+from p3data.vocab import SAMPLE_VOCAB
+
+LONG = BenchSet("long text", LONG_DATASETS, r"imdb_(?!.*score_eval).*|cnn_dailymail_3\.0\.0_.*",
+                "t0_style_long_tasks")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=20_000, help="rows per long-text dataset")
+    parser.add_argument("--short-rows", type=int, default=20_000)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--skip-stock", action="store_true")
+    parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "p3data-bench"))
+    args = parser.parse_args()
+    work = Path(args.work)
+    lines = []
+    for bench, rows in ((LONG, args.rows), (SHORT, args.short_rows)):
+        mirror = work / f"mirror-{bench.name.replace(' ', '-')}-{rows}"
+        write_mirror(mirror, bench.datasets, rows)
+        print(f"== {bench.name}: {rows:,} rows of {', '.join(map(str, bench.datasets))}")
+        ours = [ours_rate(bench, mirror, work, workers=n) for n in args.workers]
+        stock = None if args.skip_stock else stock_rate(bench, mirror, work)
+        floor = floor_rate(rendered_texts(mirror, bench.datasets))
+        versus = f"{ours[0] / stock:6.1f}x stock (50x)" if stock else "stock skipped"
+        lines.append(f"{bench.name:10} p3data {' / '.join(f'{r:,.0f}' for r in ours)} "
+                     f"({' / '.join(map(str, args.workers))} workers); {versus}; "
+                     f"floor {floor:,.0f}: {ours[0] / floor:.2f}x the floor (1.5x on long text)")
+    print("\n".join(["== side by side (examples per CPU-second)", *lines]))
+    print("== tokenizer memo on the long text (one process)")
+    print(measure(rendered_batches(LONG.datasets, args.rows), SAMPLE_VOCAB.read_bytes()).report())
+
+
+if __name__ == "__main__":
+    main()

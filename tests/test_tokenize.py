@@ -1,0 +1,211 @@
+"""The memoized tokenizer gives exactly SentencePiece's ids, and really takes its fast path.
+
+Corpora: every rendered sample, and seeded generated text mixing sample words with adversarial
+pieces (Unicode normalization cases, unusual spaces, digits, CJK, emoji, combining marks,
+`<extra_id_N>`, tie-prone punctuation runs, very long words, texts of tens of thousands of
+characters). Models: the shipped sample model, seqio's tiny test model (mostly unknown
+characters), a unigram and a BPE model trained here with other normalization settings, and a
+model whose pieces cross word boundaries (refused).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import logging
+import os
+import random
+
+import pytest
+import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+from p3data import tokenize
+from p3data.datasets.catalog import Catalog
+from p3data.datasets.samples import rendered_texts
+from p3data.templates import TemplateCollection
+from p3data.tokenize import Tokenizer, with_extra_ids, word_split_refusal
+from p3data.vocab import SAMPLE_VOCAB
+
+EXTRA_IDS = 100
+# seqio's tiny test model, found without importing seqio (and TensorFlow)
+SEQIO_MODEL = os.path.join(os.path.dirname(importlib.util.find_spec("seqio").origin),
+                           "test_data", "sentencepiece", "sentencepiece.model")
+SPACES = [" ", "  ", "   ", "\t", "\n", "\r\n", "\n\n", "\u00a0", "\u2002", "\u2009", "\u3000",
+          "\u200b", "\u202f", "\ufeff", "\u2028", "", "\u2581", " \u2581 ", ". ", "... "]
+ODD = [
+    "ﬁne", "ﬂow", "①②", "Ⅻ", "㎏", "x²", "ſ", "™", "…", "‥", "ＡＢＣ", "ｆｕｌｌ", "１２３",
+    "ｶﾀｶﾅ", "e\u0301", "a\u0308o\u0308", "\u0301", "Z\u0334\u0321a\u0336l\u0337g\u0335o",
+    "漢字テスト", "한국어", "中文，标点。", "😀", "👍🏽", "👨\u200d👩\u200d👧", "🇫🇷", "€100",
+    "3.14159", "2021-10-01", "1,000,000", "007", "٣٤٥", "<extra_id_0>", "<extra_id_99>",
+    "x<extra_id_5>y", "(<extra_id_1>)", "<extra_id_2>.", "<extra_id_100>", "<extra_id_",
+    "<sep>", "a<sep>b", "====", "===", "....", "!!!!", "?!?!", "-----", "******", "'''",
+    "``", "\u2581\u2581", "\u2581x", "I'm", "don't", "U.S.A.", "e-mail", "http://t.co/x?a=1",
+    "a" * 300, "=" * 200, "9" * 500, "\x00", "\x07bell", "tab\there",
+]
+
+
+def _train(texts: list[str], **options) -> bytes:
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_writer=model,
+                                   vocab_size=600, minloglevel=2, **options)
+    return model.getvalue()
+
+
+@pytest.fixture(scope="module")
+def samples() -> list[str]:
+    return list(rendered_texts(Catalog.load(), TemplateCollection.default()))
+
+
+@pytest.fixture(scope="module")
+def models(samples) -> dict[str, bytes]:
+    """Model bytes by name (the trained ones in well under two seconds)."""
+    corpus = samples[:1500]
+    return {
+        "sample": SAMPLE_VOCAB.read_bytes(),
+        "seqio": open(SEQIO_MODEL, "rb").read(),
+        # no dummy prefix (texts have heads), spaces kept as they are, bytes for unknowns
+        "unigram": _train(corpus, model_type="unigram", normalization_rule_name="identity",
+                          add_dummy_prefix=False, remove_extra_whitespaces=False,
+                          byte_fallback=True, split_digits=True,
+                          user_defined_symbols=["<sep>", "=="]),
+        "bpe": _train(corpus, model_type="bpe", normalization_rule_name="nfkc_cf",
+                      byte_fallback=True, user_defined_symbols=["<sep>"]),
+        "crossing": _train(corpus[:800], model_type="bpe", split_by_whitespace=False),
+    }
+
+
+@pytest.fixture(scope="module")
+def generated(samples) -> list[str]:
+    """Seeded texts: sample words and odd pieces joined by odd spaces; some very long."""
+    rng = random.Random(11)
+    words = sorted({w for text in samples[:3000] for w in text.split()})
+
+    def text(length: int) -> str:
+        parts = [rng.choice(ODD) if rng.random() < 0.15 else rng.choice(words)
+                 for _ in range(length)]
+        inner = "".join(part + rng.choice(SPACES) for part in parts)
+        return rng.choice(["", " ", "\n", "\u00a0"]) + inner
+
+    texts = ["", " ", "\u2581", "\n\t ", *ODD, *(" ".join(ODD[i:i + 3]) for i in range(len(ODD)))]
+    texts += [text(rng.randint(1, 40)) for _ in range(1500)]
+    texts += [text(rng.randint(2000, 8000)) for _ in range(6)]
+    return texts
+
+
+def _plain(model: bytes, texts: list[str]) -> list[list[int]]:
+    processor = spm.SentencePieceProcessor(model_proto=with_extra_ids(model, EXTRA_IDS))
+    return processor.encode(texts, num_threads=1)
+
+
+def _encode(tokenizer: Tokenizer, texts: list[str], batch: int = 300) -> list[list[int]]:
+    return [ids for i in range(0, len(texts), batch)
+            for ids in tokenizer.encode(texts[i:i + batch])]
+
+
+# Shares of texts that must take the fast path, per model: one word in seven is odd here, and
+# ties, extra ids and user-defined pieces send a unigram model's text to plain encoding.
+FAST = {"sample": 0.6, "unigram": 0.6, "bpe": 1.0, "seqio": 0.7}
+
+
+@pytest.mark.parametrize("name", ["sample", "unigram", "bpe", "seqio"])
+def test_generated_text_gets_plain_encodings_ids(models, generated, name):
+    tokenizer = Tokenizer(models[name], EXTRA_IDS)
+    assert _encode(tokenizer, generated) == _plain(models[name], generated)
+    stats = tokenizer.memo.stats
+    assert stats.texts - stats.plain_texts >= FAST[name] * stats.texts
+    assert stats.new_sentences < stats.sentences and stats.new_words < stats.words
+
+
+def test_every_rendered_sample_gets_plain_encodings_ids(models, samples):
+    tokenizer = Tokenizer(models["sample"], EXTRA_IDS)
+    assert _encode(tokenizer, samples, batch=1000) == _plain(models["sample"], samples)
+    stats = tokenizer.memo.stats
+    assert stats.plain_texts < 0.05 * stats.texts
+    assert stats.new_sentences < 0.5 * stats.sentences
+
+
+def test_a_model_whose_pieces_cross_words_is_encoded_plainly(models, generated):
+    proto = model_pb2.ModelProto.FromString(models["crossing"])
+    assert any("▁" in p.piece[1:] for p in proto.pieces)
+    assert "split_by_whitespace is false" in word_split_refusal(proto)
+    tokenizer = Tokenizer(models["crossing"], EXTRA_IDS)
+    assert tokenizer.memo is None
+    assert _encode(tokenizer, generated) == _plain(models["crossing"], generated)
+
+
+def test_ties_in_long_texts_are_encoded_plainly():
+    """Alone, "▁later...." and "▁===" have two segmentations of exactly the same score; in a long
+    text SentencePiece's float32 sums break the tie either way: such texts go to plain encoding."""
+    model = SAMPLE_VOCAB.read_bytes()
+    rng = random.Random(5)
+    filler = ["The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "and"]
+    texts = [" ".join(rng.choices(filler, k=rng.randint(500, 3000)) + [tie])
+             + " and more words after it." for tie in ["later....", "===", "x===y"] * 10]
+    words = model_pb2.ModelProto.FromString(with_extra_ids(model, EXTRA_IDS))
+    words.normalizer_spec.CopyFrom(model_pb2.NormalizerSpec(
+        name="identity", add_dummy_prefix=False, escape_whitespaces=False,
+        remove_extra_whitespaces=False))
+    alone = spm.SentencePieceProcessor(model_proto=words.SerializeToString())
+    plain = _plain(model, texts)
+    normalized = spm.SentencePieceProcessor(model_proto=model).normalize(texts)
+    word_by_word = [[i for word in alone.encode(text.replace("▁", " ▁").split(" ")[1:])
+                     for i in word] for text in normalized]
+    assert word_by_word != plain  # the guard is needed
+    tokenizer = Tokenizer(model, EXTRA_IDS)
+    assert tokenizer.encode(texts) == plain
+    assert tokenizer.memo.stats.plain_texts == len(texts)
+
+
+def test_memos_stay_bounded(models, generated, monkeypatch):
+    monkeypatch.setattr(tokenize, "SENTENCE_MEMO_CHARS", 2000)
+    monkeypatch.setattr(tokenize, "WORD_MEMO_CHARS", 500)
+    tokenizer = Tokenizer(models["sample"], EXTRA_IDS)
+    texts = generated[:500]
+    for i in range(0, len(texts), 25):
+        assert tokenizer.encode(texts[i:i + 25]) == _plain(models["sample"], texts[i:i + 25])
+        sentences, words = tokenizer.memo.held
+        assert sentences <= 2000 and words <= 500
+    assert tokenizer.memo.stats.new_words > tokenizer.memo.stats.words / 2  # forgotten
+
+
+def _edited(edit) -> model_pb2.ModelProto:
+    proto = model_pb2.ModelProto.FromString(SAMPLE_VOCAB.read_bytes())
+    edit(proto)
+    return proto
+
+
+@pytest.mark.parametrize(("edit", "reason"), [
+    (lambda p: setattr(p.trainer_spec, "treat_whitespace_as_suffix", True),
+     "treat_whitespace_as_suffix is true"),
+    (lambda p: setattr(p.normalizer_spec, "escape_whitespaces", False),
+     "escape_whitespaces is false"),
+    (lambda p: setattr(p.trainer_spec, "model_type", model_pb2.TrainerSpec.WORD),
+     "a WORD model"),
+    (lambda p: p.pieces.add(piece="New▁York", score=-5.0), "piece 'New▁York' has ▁ inside"),
+    (lambda p: setattr(next(x for x in p.pieces if x.piece == "▁"), "type",
+                       model_pb2.ModelProto.SentencePiece.UNUSED), "▁ is not a piece"),
+    (lambda p: setattr(p.pieces[5], "score", 1.0), "positive scores"),
+])
+def test_refusals_name_their_reason(edit, reason):
+    assert word_split_refusal(_edited(lambda p: None)) is None
+    assert reason in word_split_refusal(_edited(edit))
+
+
+def test_a_refused_model_is_logged_once(caplog):
+    model = _edited(lambda p: setattr(p.trainer_spec, "model_type", model_pb2.TrainerSpec.CHAR))
+    texts = ["Once upon a time.", " ", "ﬁne <extra_id_3>"]
+    with caplog.at_level(logging.INFO, logger="p3data.tokenize"):
+        first, second = (Tokenizer(model.SerializeToString(), EXTRA_IDS) for _ in range(2))
+    assert first.memo is None and second.memo is None
+    assert [r.getMessage() for r in caplog.records if "plain encoding" in r.getMessage()] == [
+        f"SentencePiece model {first.model_sha256[:12]}…: plain encoding, not word by word "
+        "(a CHAR model (only UNIGRAM and BPE are known))"]
+    assert second.encode(texts) == _plain(model.SerializeToString(), texts)
+
+
+def test_sentences_split_after_periods_and_join_back():
+    text = "▁One.▁Two▁and.▁Three...▁end."
+    assert tokenize._sentences(text) == ["▁One.", "▁Two▁and.", "▁Three...", "▁end."]
+    assert tokenize._sentences("x\0.▁y") == ["x\0.▁y"]
+    assert all("".join(tokenize._sentences(t)) == t for t in ["", ".▁", "a.▁.▁b", "▁a.▁"])
