@@ -1,7 +1,10 @@
 """The cache builder's Beam graph and its driver.
 
     units --Reshuffle--> render+tokenize each source shard (stage 1, parallel over shards)
-          --GroupByKey (task, split)--> assemble output shards, info, stats (stage 2)
+          --GroupByKey (task, split)--> plan each task split's assembly (stage 2):
+              its parts --Reshuffle--> deal each part's examples into one piece per output shard
+              --GroupByKey output shard--> write each output shard from its pieces
+          --CoGroupByKey (task, split), plan and shard digests--> info, stats, split summary
           --GroupByKey task--> manifest, then COMPLETED (only if every split is complete)
 
 Each stage skips what a previous run already finished with the same settings, so a rerun
@@ -21,7 +24,18 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from p3data import fs
-from p3data.cache.finalize import finalize_split, finalize_task, withdraw, write_p3_index
+from p3data.cache.finalize import (
+    PartJob,
+    ShardJob,
+    SplitAssembly,
+    deal_part,
+    finalize_task,
+    finish_split,
+    plan_split,
+    withdraw,
+    write_p3_index,
+    write_shard,
+)
 from p3data.cache.lock import output_lock
 from p3data.cache.plan import CacheConfig, CachePlan, TaskInfo, WorkUnit, build_plan
 from p3data.cache.progress import Progress
@@ -48,21 +62,61 @@ class RenderShard(beam.DoFn):
         write_record(self.config.workdir.unit_marker(unit.name), UnitMarker(unit.rows, unit.key))
 
 
-class AssembleSplit(beam.DoFn):
+SplitPlan = SplitAssembly | SplitSummary  # what stage 2 does with a task split
+
+
+class _TasksDoFn(beam.DoFn):
+    """Stage 2 and 3 steps, which need the settings and the tasks being built."""
+
     def __init__(self, config: CacheConfig, tasks: dict[str, TaskInfo]):
         self.config, self.tasks = config, tasks
 
-    def process(self, element) -> Iterator[tuple[str, SplitSummary]]:
+
+class PlanSplit(_TasksDoFn):
+    """Emits ((task, split), a `SplitAssembly`, or the `SplitSummary` of a split reused or
+    failed as it stands)."""
+
+    def process(self, element) -> Iterator[tuple[tuple[str, str], SplitPlan]]:
         (task, split), _ = element
-        summary = finalize_split(self.config, self.tasks[task], split)
+        yield (task, split), plan_split(self.config, self.tasks[task], split)
+
+
+class DealPart(_TasksDoFn):
+    """Emits (output shard, part index) for every output shard once the part's pieces are
+    written; an output shard is (task, split, shard index, shards), `ShardJob`'s fields."""
+
+    def process(self, job: PartJob) -> Iterator[tuple[tuple[str, str, int, int], int]]:
+        deal_part(self.config, self.tasks[job.task], job)
+        for shard in range(job.shards):
+            yield (job.task, job.split, shard, job.shards), job.index
+
+
+class WriteShard(_TasksDoFn):
+    """Emits ((task, split), (shard name, sha256)); runs once every part dealt its piece."""
+
+    def process(self, element) -> Iterator[tuple[tuple[str, str], tuple[str, str]]]:
+        job = ShardJob(*element[0])
+        yield (job.task, job.split), write_shard(self.config, self.tasks[job.task], job)
+
+
+class FinishSplit(_TasksDoFn):
+    """Emits (task, the split's summary); marks the split assembled for the progress line."""
+
+    def process(self, element) -> Iterator[tuple[str, SplitSummary]]:
+        (task, split), joined = element
+        (plan,) = joined["plan"]
+        summary = plan if isinstance(plan, SplitSummary) else finish_split(
+            self.config, self.tasks[task], plan, dict(joined["shards"]))
         fs.write_bytes(self.config.workdir.assembled(task, split), b"{}")
         yield task, summary
 
 
-class CompleteTask(beam.DoFn):
-    def __init__(self, config: CacheConfig, tasks: dict[str, TaskInfo]):
-        self.config, self.tasks = config, tasks
+def _part_jobs(element: tuple[tuple[str, str], SplitPlan]) -> tuple[PartJob, ...]:
+    _, plan = element
+    return plan.parts if isinstance(plan, SplitAssembly) else ()
 
+
+class CompleteTask(_TasksDoFn):
     def process(self, element: tuple[str, Iterable[SplitSummary]]) -> Iterator[str]:
         task, summaries = element
         status = finalize_task(self.config, self.tasks[task], list(summaries))
@@ -71,16 +125,29 @@ class CompleteTask(beam.DoFn):
 
 
 def build(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
-    config = plan.config
-    return (
+    config, tasks = plan.config, plan.tasks
+    plans = (
         pipeline
         | "Units" >> beam.Create(plan.units)
         | "Spread units" >> beam.Reshuffle()
         | "Render and tokenize shards" >> beam.ParDo(RenderShard(config))
         | "Group by task split" >> beam.GroupByKey()
-        | "Assemble splits" >> beam.ParDo(AssembleSplit(config, plan.tasks))
+        | "Plan splits" >> beam.ParDo(PlanSplit(config, tasks))
+    )
+    shards = (
+        plans
+        | "Parts" >> beam.FlatMap(_part_jobs)
+        | "Spread parts" >> beam.Reshuffle()
+        | "Deal parts into pieces" >> beam.ParDo(DealPart(config, tasks))
+        | "Group pieces by output shard" >> beam.GroupByKey()
+        | "Write output shards" >> beam.ParDo(WriteShard(config, tasks))
+    )
+    return (
+        {"plan": plans, "shards": shards}
+        | "Join shards to their split" >> beam.CoGroupByKey()
+        | "Finish splits" >> beam.ParDo(FinishSplit(config, tasks))
         | "Group by task" >> beam.GroupByKey()
-        | "Complete tasks" >> beam.ParDo(CompleteTask(config, plan.tasks))
+        | "Complete tasks" >> beam.ParDo(CompleteTask(config, tasks))
     )
 
 

@@ -3,7 +3,10 @@ task: `manifest.json`, then `COMPLETED` last, only when every split is complete 
 folder holds exactly the files the manifest lists.
 
 Examples go to output shards round-robin in source order, so each shard is an even sample of
-the split and the same inputs always give the same bytes.
+the split and the same inputs always give the same bytes. A split is assembled in parallel and
+in linear time: each part's examples are dealt into one piece per output shard (`deal_part`,
+per part), then each shard is its pieces concatenated in part order (`write_shard`, per
+shard), then `finish_split` writes the JSON that needs every shard's digest.
 
 A rebuild first withdraws the old build (`withdraw`, on the driver, before any worker writes):
 `COMPLETED` goes first, then the manifest, then every file this build will not reuse, so a
@@ -15,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from p3data import __version__, fs
+from p3data.batching import batched
 from p3data.cache.plan import CacheConfig, TaskInfo, template_digest
 from p3data.format import layout, work
 from p3data.format.example import encode_entries, wrap_entries
@@ -36,6 +40,8 @@ from p3data.templates.render import RENDER_ERROR
 
 EXAMPLES_PER_SHARD = 10_000  # with --shards unset: about one output shard per 10k examples
 MAX_AUTO_SHARDS = 64  # seqio's --min_shards default: enough for 64 reading hosts
+DEAL_BATCH = 4096  # records dealt at a time: few writes per piece, bounded memory
+COPY_BLOCK = 1 << 20  # bytes read at a time when concatenating pieces
 
 
 def info_features(info: TaskInfo) -> dict[str, dict]:
@@ -84,9 +90,42 @@ def withdraw(config: CacheConfig, info: TaskInfo) -> None:
                if name not in keep and name not in first])
 
 
-def finalize_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummary:
-    """Assemble one task split from its parts. A success is kept in the work folder, so a
-    rerun reuses it."""
+@dataclass(frozen=True)
+class PartJob:
+    """Deal one part's examples to the output shards: example `first + j` of the split (the
+    part's j-th) goes to shard `(first + j) % shards`; `offset` kept examples precede it."""
+
+    task: str
+    split: str
+    index: int
+    shards: int
+    first: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """Write output shard `index` of `shards` from its piece of every part, in part order."""
+
+    task: str
+    split: str
+    index: int
+    shards: int
+
+
+@dataclass(frozen=True)
+class SplitAssembly:
+    """A task split whose parts are all done: its record but for the files, and its parts'
+    jobs."""
+
+    split: str
+    record: SplitRecord
+    parts: tuple[PartJob, ...]
+
+
+def plan_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummary | SplitAssembly:
+    """What stage 2 does with a task split: reuse an earlier run's result, fail it, or assemble
+    it (`SplitAssembly`)."""
     task = info.spec.name
     if (record := _reusable_record(config, info, split)) is not None:
         return SplitSummary(split, info.fingerprint, record)
@@ -112,19 +151,72 @@ def finalize_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSumm
             stats[key] = sum(getattr(m, key) for m in metas)
             stats[key.replace("tokens", "max_tokens")] = max(
                 getattr(m, key.replace("tokens", "max_tokens")) for m in metas)
-    folder = _task_folder(config, task)
     count = shard_count(config, stats["examples"])
-    files = _write_shards(config, info, split, metas=metas, folder=folder, count=count)
+    parts, first, offset = [], 0, 0
+    for index, meta in enumerate(metas):
+        parts.append(PartJob(task, split, index, count, first, offset))
+        first, offset = first + meta.examples, offset + meta.kept
+    return SplitAssembly(split, replace(record, stats=stats, num_shards=count), tuple(parts))
+
+
+def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> None:
+    """Write one part's examples, as output records, into one piece per output shard."""
+    if _copied_whole(info, job.shards):
+        return
+    path = config.workdir.part(job.task, job.split, job.index, ".tfrecord")
+    pieces = [config.workdir.piece(job.task, job.split, job.index, shard)
+              for shard in range(job.shards)]
+    position = job.first  # of the next record in the split
+    with _Writers(pieces) as handles, fs.open_read(path) as part:
+        records = _final_records(part, path, info.spec.score_eval, job.offset)
+        for block in batched(records, DEAL_BATCH):  # one write per piece and block
+            for shard, piece in enumerate(handles):
+                piece.write(b"".join(block[(shard - position) % job.shards::job.shards]))
+            position += len(block)
+
+
+def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> tuple[str, str]:
+    """Concatenate the shard's pieces of every part; returns (shard name, sha256)."""
+    name = layout.shard_name(job.split, job.index, job.shards)
+    digest = hashlib.sha256()
+    with fs.atomic_writer(fs.join(_task_folder(config, job.task), name)) as shard:
+        for part in range(info.shard_counts[job.split]):
+            path = (config.workdir.part(job.task, job.split, part, ".tfrecord")
+                    if _copied_whole(info, job.shards)
+                    else config.workdir.piece(job.task, job.split, part, job.index))
+            with fs.open_read(path) as piece:
+                while block := piece.read(COPY_BLOCK):
+                    shard.write(block)
+                    digest.update(block)
+    return name, digest.hexdigest()
+
+
+def _copied_whole(info: TaskInfo, shards: int) -> bool:
+    """A plain task's part holds its output records as they are: with one output shard, the
+    shard is its parts one after another, with no pieces to deal."""
+    return shards == 1 and not info.spec.score_eval
+
+
+def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
+                 shards: dict[str, str]) -> SplitSummary:
+    """Once every output shard is written: info and stats JSON, then the split's summary,
+    kept in the work folder so a rerun reuses it."""
+    task, split, record = info.spec.name, assembly.split, assembly.record
+    if len(shards) != record.num_shards:
+        raise RuntimeError(f"{task}/{split}: {len(shards)} of {record.num_shards} output "
+                           f"shards were written")
+    folder = _task_folder(config, task)
     version = layout.P3_SEQIO_VERSION if config.p3_layout else layout.seqio_version()
-    info_text = layout.info_json(info_features(info) if stats["examples"] else {}, count,
-                                 version)
+    info_text = layout.info_json(info_features(info) if record.stats["examples"] else {},
+                                 record.num_shards, version)
+    files = dict(sorted(shards.items()))
     for name, text in ((layout.info_name(split), info_text),
-                       (layout.stats_name(split), layout.stats_json(stats))):
+                       (layout.stats_name(split), layout.stats_json(record.stats))):
         fs.write_bytes(fs.join(folder, name), text.encode())
         files[name] = hashlib.sha256(text.encode()).hexdigest()
-    summary = SplitSummary(split, info.fingerprint,
-                           replace(record, stats=stats, num_shards=count, files=files))
+    summary = SplitSummary(split, info.fingerprint, replace(record, files=files))
     work.write_record(config.workdir.split_summary(task, split), summary)
+    fs.delete_tree(config.workdir.pieces(task, split))
     return summary
 
 
@@ -151,25 +243,6 @@ def _sum_dicts(dicts) -> dict[str, int]:
         for key, value in counts.items():
             total[key] = total.get(key, 0) + value
     return dict(sorted(total.items()))
-
-
-def _write_shards(config: CacheConfig, info: TaskInfo, split: str, *,
-                  metas: list[work.PartMeta], folder: str, count: int) -> dict[str, str]:
-    """Stream the parts in order into `count` shards; returns shard name -> sha256."""
-    task = info.spec.name
-    names = [layout.shard_name(split, i, count) for i in range(count)]
-    digests = [hashlib.sha256() for _ in names]
-    offset, position = 0, 0  # kept examples of earlier parts; examples written so far
-    with _Writers([fs.join(folder, n) for n in names]) as handles:
-        for index, meta in enumerate(metas):
-            path = config.workdir.part(task, split, index, ".tfrecord")
-            with fs.open_read(path) as part:
-                for framed in _final_records(part, path, info.spec.score_eval, offset):
-                    handles[position % count].write(framed)
-                    digests[position % count].update(framed)
-                    position += 1
-            offset += meta.kept
-    return {name: digest.hexdigest() for name, digest in zip(names, digests, strict=True)}
 
 
 def _final_records(part, path: str, score_eval: bool, offset: int) -> Iterator[bytes]:

@@ -5,6 +5,8 @@ typed records. The stages write these and the driver reads them; nothing else do
     <task>/<split>/part-NNNNN.tfrecord   stage 1's records for a task split and source shard
     <task>/<split>/part-NNNNN.json  PartMeta: written after the records, so a meta with the
                                     right fingerprint means the part is complete
+    <task>/<split>/pieces/part-NNNNN-shard-SSSSS.tfrecord   stage 2's records of one part
+                                    for one output shard (removed once the split is done)
     <task>/<split>.summary.json     SplitSummary: stage 2's result for a task split
     assembled/<task>/<split>.json   stage 2 has handled a task split (progress)
     status/<task>.json              TaskStatus: the last stage's verdict on a task
@@ -50,6 +52,12 @@ class WorkDir:
 
     def part(self, task: str, split: str, index: int, suffix: str) -> str:
         return fs.join(self.root, task, split, f"part-{index:05d}{suffix}")
+
+    def pieces(self, task: str, split: str) -> str:
+        return fs.join(self.root, task, split, "pieces")
+
+    def piece(self, task: str, split: str, part: int, shard: int) -> str:
+        return fs.join(self.pieces(task, split), f"part-{part:05d}-shard-{shard:05d}.tfrecord")
 
     def split_summary(self, task: str, split: str) -> str:
         return fs.join(self.root, task, f"{split}.summary.json")

@@ -1,0 +1,77 @@
+"""Stage 2 assembles each output shard on its own, from its piece of every part: example `i` of
+a split (in source order) goes to shard `i % shards`, exactly as if the parts were streamed one
+after another into the shards round-robin."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers.cache import assert_same_examples, read_examples, run_cache
+
+from p3data.format.tfrecord import read_frames
+
+pytestmark = pytest.mark.usefixtures("samples_in_seqio")
+
+TASKS = ["super_glue_copa_exercise", "super_glue_copa_exercise_score_eval"]
+SPLIT = "validation"  # 11 sample rows: 11 examples, 22 for the twin (one per answer choice)
+SHARDS = 5
+# Parts of 3 source rows: part boundaries fall inside the round-robin cycles of 5 shards.
+ARGS = ("--tasks", "|".join(TASKS), "--splits", SPLIT, "--rows-per-shard", "3")
+
+
+@pytest.fixture(scope="module")
+def one_shard(tmp_path_factory) -> Path:
+    """The reference: one output shard per split, the split's records in source order."""
+    out = tmp_path_factory.mktemp("one")
+    run_cache(out, *ARGS, "--shards", "1")
+    return out
+
+
+@pytest.fixture(scope="module")
+def five_shards(tmp_path_factory) -> Path:
+    """Five output shards, written by two worker processes."""
+    out = tmp_path_factory.mktemp("five")
+    run_cache(out, *ARGS, "--shards", str(SHARDS), "--direct_num_workers=2",
+              "--direct_running_mode=multi_processing")
+    return out
+
+
+def _frames(path: Path) -> list[bytes]:
+    with path.open("rb") as handle:
+        return list(read_frames(handle, str(path)))
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_one_shard_holds_the_examples_in_source_order(one_shard, task):
+    cached, fresh = read_examples(task, SPLIT, one_shard), read_examples(task, SPLIT)
+    assert len(cached) == len(fresh) > SHARDS
+    for number, (ours, stock) in enumerate(zip(cached, fresh, strict=True)):
+        assert ours.keys() == stock.keys()
+        for feature in ours:
+            np.testing.assert_array_equal(ours[feature], stock[feature],
+                                          err_msg=f"example {number}, {feature}")
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_shard_k_is_every_fifth_record_from_the_kth(one_shard, five_shards, task):
+    records = _frames(one_shard / task / f"{SPLIT}.tfrecord-00000-of-00001")
+    for shard in range(SHARDS):
+        path = five_shards / task / f"{SPLIT}.tfrecord-{shard:05d}-of-{SHARDS:05d}"
+        assert path.read_bytes() == b"".join(records[shard::SHARDS]), path.name
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_seqio_reads_the_five_shards_and_their_record(one_shard, five_shards, task):
+    folder = five_shards / task
+    assert_same_examples(read_examples(task, SPLIT, five_shards), read_examples(task, SPLIT))
+    info = json.loads((folder / f"info.{SPLIT}.json").read_text())
+    manifest = json.loads((folder / "manifest.json").read_text())["splits"][SPLIT]
+    reference = json.loads((one_shard / task / "manifest.json").read_text())["splits"][SPLIT]
+    assert info["num_shards"] == manifest["num_shards"] == SHARDS
+    assert manifest["stats"] == reference["stats"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [*manifest["files"], "COMPLETED", "manifest.json"])
+    assert not (five_shards / ".p3data-work").exists()
