@@ -27,7 +27,8 @@ from common import DATASETS
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.samples import generate_rows
-from p3data.datasets.stores import ROWS_PER_SHARD, MirrorStore
+from p3data.datasets.shards import ROWS_PER_SHARD
+from p3data.datasets.stores import MirrorStore
 from p3data.vocab import SAMPLE_VOCAB
 
 GROUP_ROWS = 10_000
@@ -78,6 +79,7 @@ def main() -> None:
             "--vocab", str(SAMPLE_VOCAB), "--tasks", TASKS, "--splits", "train",
             "--output-dir", str(out), *runner], dict(os.environ))
         examples = count_examples(out)
+        shutil.rmtree(out)  # a million-row cache is gigabytes
         print(f"{workers} worker(s): {examples:,} examples from {3 * args.rows:,} rows in "
               f"{wall:.1f} s, {examples / wall:,.0f} examples/s, peak {peak / 2**20:,.0f} MiB")
 

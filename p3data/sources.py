@@ -17,7 +17,8 @@ import tensorflow as tf
 from absl import logging
 
 from p3data.datasets.catalog import DatasetEntry
-from p3data.datasets.stores import RowStore, Shard, open_store
+from p3data.datasets.shards import RowStore, Shard
+from p3data.datasets.stores import open_store
 from p3data.format.features import ANSWER_CHOICES, INPUTS, TARGETS, Feature, source_features
 from p3data.templates import CompiledTemplate, Rendered, Template, prepare_row
 

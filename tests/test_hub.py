@@ -35,9 +35,9 @@ from p3data.datasets.catalog import (
     read_catalog_file,
 )
 from p3data.datasets.drift import DriftError
+from p3data.datasets.errors import DataNotFoundError, SourceError
 from p3data.datasets.hub import ENV_HUB_ROOT, HubStore, hub_path
 from p3data.datasets.parquet import is_transient, with_retries
-from p3data.datasets.rows import DataNotFoundError, SourceError
 from p3data.datasets.stores import ENV_DATA_DIR, open_store
 from p3data.format.manifest import read_manifest
 from p3data.templates import DatasetRenderer, Rendered, TemplateCollection

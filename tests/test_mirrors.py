@@ -18,10 +18,12 @@ from helpers.cache import run_cache, tree
 from p3data import fs
 from p3data.cli import main
 from p3data.datasets.catalog import Catalog, DatasetEntry
+from p3data.datasets.errors import DataNotFoundError, RowFileError
 from p3data.datasets.parquet import ParquetRows
-from p3data.datasets.rows import DataNotFoundError, RowFileError, read_jsonl
+from p3data.datasets.rows import read_jsonl
 from p3data.datasets.samples import SAMPLES_DIR
-from p3data.datasets.stores import MirrorStore, Shard, open_store
+from p3data.datasets.shards import Shard
+from p3data.datasets.stores import MirrorStore, open_store
 from p3data.vocab import SAMPLE_VOCAB
 
 COPA = SAMPLES_DIR / "super_glue" / "copa"

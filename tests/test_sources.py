@@ -14,9 +14,11 @@ from p3data import t0
 from p3data.cache.plan import CacheConfig, build_plan
 from p3data.cli import main
 from p3data.datasets.catalog import Catalog
-from p3data.datasets.rows import DataNotFoundError, RowFileError, SourceError, read_jsonl
+from p3data.datasets.errors import DataNotFoundError, RowFileError, SourceError
+from p3data.datasets.rows import read_jsonl
 from p3data.datasets.samples import SAMPLES_DIR
-from p3data.datasets.stores import ManualStore, MirrorStore, Shard
+from p3data.datasets.shards import Shard
+from p3data.datasets.stores import ManualStore, MirrorStore
 from p3data.vocab import SAMPLE_VOCAB
 
 COPA_ROWS = SAMPLES_DIR / "super_glue" / "copa" / "validation.jsonl"

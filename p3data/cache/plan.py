@@ -17,7 +17,8 @@ from p3data import __version__, fs, t0
 from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import DatasetEntry
-from p3data.datasets.stores import ROWS_PER_SHARD, Shard, open_store
+from p3data.datasets.shards import ROWS_PER_SHARD, Shard
+from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError
 from p3data.format import layout
 from p3data.format.manifest import FORMAT_VERSION, ManifestError, read_manifest

@@ -17,7 +17,7 @@ import sys
 from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.commands import console
 from p3data.commands.options import add_data_options, positive_int, rate
-from p3data.datasets.stores import ROWS_PER_SHARD
+from p3data.datasets.shards import ROWS_PER_SHARD
 
 # Beam knows DaskRunner only by its full name.
 RUNNER_ALIASES = {"--runner=DaskRunner": "--runner=apache_beam.runners.dask.dask_runner.DaskRunner"}

@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from p3data.datasets.catalog import DatasetEntry
+from p3data.datasets.errors import SourceError
 from p3data.datasets.parquet import hub_features
-from p3data.datasets.rows import SourceError
 from p3data.datasets.schema import stored_form
 
 if TYPE_CHECKING:

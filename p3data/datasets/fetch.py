@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 from p3data import __version__, fs
 from p3data.batching import batched
 from p3data.datasets.catalog import DatasetEntry
+from p3data.datasets.errors import DataNotFoundError, SourceError, one_line
 from p3data.datasets.hub import HubStore
 from p3data.datasets.parquet import ParquetRows, with_retries
-from p3data.datasets.rows import DataNotFoundError, SourceError, one_line
 from p3data.datasets.schema import stored_form
+from p3data.datasets.shards import Shard
 from p3data.datasets.snapshot import (
     SNAPSHOT,
     FileRecord,
@@ -38,7 +39,7 @@ from p3data.datasets.snapshot import (
     SplitSnapshot,
     read_snapshot,
 )
-from p3data.datasets.stores import MirrorStore, Shard
+from p3data.datasets.stores import MirrorStore
 
 if TYPE_CHECKING:
     import pyarrow as pa

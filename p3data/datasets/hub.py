@@ -25,9 +25,9 @@ from urllib.parse import quote
 from p3data import fs
 from p3data.datasets import drift
 from p3data.datasets.catalog import DatasetEntry
+from p3data.datasets.errors import DataNotFoundError, SourceError, one_line
 from p3data.datasets.parquet import ParquetRows, row_group_runs, with_retries
-from p3data.datasets.rows import DataNotFoundError, SourceError, one_line
-from p3data.datasets.stores import ENV_DATA_DIR, ROWS_PER_SHARD, Shard, file_shards
+from p3data.datasets.shards import ROWS_PER_SHARD, Shard, file_shards
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -50,7 +50,7 @@ class HubStore:
         if not entry.hub.repo:
             raise DataNotFoundError(
                 f"{entry.name}: no Hub location is known ({entry.hub.notes or 'see the catalog'});"
-                f" serve it from a mirror with {ENV_DATA_DIR}")
+                " serve it from a mirror", setting="rows")
         self.entry = entry
         self.hub_root = hub_root or os.environ.get(ENV_HUB_ROOT) or None
         self.rows_per_shard = rows_per_shard

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from p3data import fs
-from p3data.datasets.rows import RowFile, SourceError, one_line
+from p3data.datasets.errors import LocatedFile, SourceError, one_line
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -89,20 +89,12 @@ def hub_features(schema: pa.Schema) -> dict[str, Any] | None:
 
 
 @dataclass(frozen=True)
-class ParquetRows:
-    """One parquet file of a split at any fsspec path; `about` (e.g. "trec train") heads its
-    errors. Holds no open file, so it pickles."""
-
-    path: str
-    about: str = ""
-
-    @property
-    def _file(self) -> RowFile:
-        return RowFile(self.path, self.about)
+class ParquetRows(LocatedFile):
+    """One parquet file of a split. Holds no open file, so it pickles."""
 
     def metadata(self) -> pq.FileMetaData:
         """The footer: row counts, row groups and schema (reads no rows)."""
-        handle, parquet = with_retries(self._open, about=self._file.message("cannot open"))
+        handle, parquet = with_retries(self._open, about=self.message("cannot open"))
         with handle:
             return parquet.metadata
 
@@ -138,11 +130,11 @@ class ParquetRows:
         try:
             handle = fs.open_read(self.path)
         except FileNotFoundError as err:
-            raise self._file.missing() from err
+            raise self.missing() from err
         except OSError as err:
             if is_transient(err):
                 raise
-            raise self._file.error(f"cannot open rows file: {err.strerror or err}") from err
+            raise self.error(f"cannot open rows file: {err.strerror or err}") from err
         try:
             return handle, pq.ParquetFile(handle)
         except (pa.ArrowException, OSError) as err:
@@ -150,7 +142,7 @@ class ParquetRows:
             if is_transient(err):
                 raise
             reason = f"not a parquet file (or truncated/corrupt): {one_line(err)}"
-            raise self._file.error(reason) from err
+            raise self.error(reason) from err
         except BaseException:
             handle.close()
             raise
@@ -167,7 +159,7 @@ class _GroupReader:
     def file(self) -> pq.ParquetFile:
         if self._opened is None:
             self._opened = with_retries(self.rows._open,
-                                        about=self.rows._file.message("cannot open"))
+                                        about=self.rows.message("cannot open"))
         return self._opened[1]
 
     def read(self, group: int, first_row: int, columns: list[str] | None) -> pa.Table:
@@ -181,12 +173,12 @@ class _GroupReader:
                 raise
 
         try:
-            return with_retries(attempt, about=self.rows._file.message(
+            return with_retries(attempt, about=self.rows.message(
                 f"cannot read the rows from row {first_row:,} on"))
         except (pa.ArrowException, OSError) as err:
             reason = (f"cannot decode the rows from row {first_row:,} on (corrupt file?): "
                       f"{one_line(err)}")
-            raise self.rows._file.error(reason) from err
+            raise self.rows.error(reason) from err
 
     def close(self) -> None:
         if self._opened is not None:

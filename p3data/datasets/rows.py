@@ -1,9 +1,5 @@
 """Reading rows from files on any filesystem (JSON Lines, parquet, CSV) with errors that say
-where.
-
-Any failure to open, read or decode a file becomes one line naming the dataset split it
-serves, the file, the line or rows concerned and the reason; the library's own exception
-stays chained as the cause. Paths are strings any fsspec filesystem knows (see `p3data.fs`).
+where (`errors.py`). Paths are strings any fsspec filesystem knows (see `p3data.fs`).
 """
 
 from __future__ import annotations
@@ -14,41 +10,16 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from p3data import fs
-from p3data.errors import P3DataError
-
-if TYPE_CHECKING:
-    from p3data.datasets.parquet import ParquetRows
-
-
-class SourceError(P3DataError):
-    """The rows of a dataset split cannot be found, loaded, read or decoded."""
-
-
-class DataNotFoundError(SourceError):
-    """The rows are not where they were expected (no file, no Hub location)."""
-
-
-class RowFileError(SourceError):
-    """A file of rows exists but cannot be read or decoded."""
-
-
-def one_line(err: BaseException) -> str:
-    """A library's message on one line (Arrow and `datasets` messages may span several)."""
-    return " ".join(str(err).split())
+from p3data.datasets.errors import LocatedFile, RowFileError, one_line
+from p3data.datasets.parquet import ParquetRows
 
 
 @dataclass(frozen=True)
-class RowFile:
-    """A file of rows; `about` (e.g. "super_glue/copa validation") heads its errors."""
-
-    path: str
-    about: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "path", os.fspath(self.path))  # a Path is welcome too
+class RowFile(LocatedFile):
+    """A file of rows: JSON Lines, parquet or CSV."""
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """The rows of a `.parquet` file, or of a JSON Lines file (any other name)."""
@@ -68,18 +39,6 @@ class RowFile:
             yield from reader
         except csv.Error as err:
             raise self.error(f"not valid CSV: {err}", line=reader.line_num) from err
-
-    def error(self, reason: str, line: int | None = None) -> RowFileError:
-        """An error about this file (at this line)."""
-        return RowFileError(self.message(reason, line))
-
-    def missing(self) -> DataNotFoundError:
-        return DataNotFoundError(self.message("cannot open rows file: no such file"))
-
-    def message(self, reason: str, line: int | None = None) -> str:
-        """`reason`, located: what the file serves, the file and the line."""
-        place = f"{self.path}:{line}" if line else self.path
-        return f"{self.about}: {place}: {reason}" if self.about else f"{place}: {reason}"
 
     @property
     def _is_parquet(self) -> bool:
@@ -136,8 +95,6 @@ class RowFile:
             yield row
 
     def _parquet(self) -> ParquetRows:
-        from p3data.datasets.parquet import ParquetRows  # here: parquet.py builds on this module
-
         return ParquetRows(self.path, self.about)
 
     def _parquet_rows(self) -> Iterator[dict[str, Any]]:

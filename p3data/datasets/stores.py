@@ -12,70 +12,22 @@ import hashlib
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from p3data import fs
 from p3data.datasets.catalog import DatasetEntry
+from p3data.datasets.errors import DataNotFoundError
+from p3data.datasets.hub import HubStore
 from p3data.datasets.parquet import ParquetRows, row_group_runs
-from p3data.datasets.rows import DataNotFoundError, RowFile
+from p3data.datasets.rows import RowFile
+from p3data.datasets.shards import ROWS_PER_SHARD, RowStore, Shard, file_shards, row_runs
 from p3data.datasets.snapshot import read_snapshot
 
 ENV_DATA_DIR = "P3DATA_DATA_DIR"
 ENV_MANUAL_DIR = "P3DATA_MANUAL_DIR"
 DEFAULT_MANUAL_DIR = Path("~/.cache/p3data/manual")
-ROWS_PER_SHARD = 50_000
-
-
-@dataclass(frozen=True)
-class Shard:
-    """Rows [start, stop) of a split; `path` when they come from one file, whose first row is
-    row `offset` of the split."""
-
-    name: str
-    start: int
-    stop: int
-    path: str | None = None
-    offset: int = 0
-
-
-class RowStore(Protocol):
-    """The rows of one dataset's splits, however they are stored.
-
-    - Rows are numbered by their position in the whole split, so a row keeps its number
-      however the split is sharded and whichever worker reads it.
-    - `list_shards(split)` cuts the split into shards from metadata only (file listings,
-      parquet footers, line counts); `read(split, shard)` yields exactly the shard's rows and
-      can be called for any shard, in any order, in any process, without reading the rows
-      before it (JSON Lines excepted: a line's place is known only by reading up to it).
-    - A store pickles (Beam ships it to workers): it holds locations, never open files.
-    - `identity(split)` says which rows were read, for cache fingerprints and manifests:
-      files with their sizes and digests, or the Hub repository, revision and files.
-    - `drift` holds the catalog's accepted differences from T0's 2021 rows, one line each.
-    """
-
-    drift: tuple[str, ...]
-
-    def list_shards(self, split: str) -> list[Shard]: ...
-
-    def read(self, split: str, shard: Shard) -> Iterator[dict[str, Any]]: ...
-
-    def identity(self, split: str) -> dict[str, Any]: ...
-
-
-def row_runs(total: int, rows_per_shard: int) -> list[tuple[int, int]]:
-    """[start, stop) ranges of `rows_per_shard` rows over `total` rows (one, empty, if none)."""
-    return [(start, min(start + rows_per_shard, total))
-            for start in range(0, max(total, 1), rows_per_shard)]
-
-
-def file_shards(path: str, runs: list[tuple[int, int]], offset: int = 0) -> list[Shard]:
-    """Shards of one file's row ranges `runs`, the file's first row being row `offset`."""
-    name = fs.name_of(path)
-    return [Shard(f"{name}[{start}:{stop}]", offset + start, offset + stop, path=path,
-                  offset=offset) for start, stop in runs]
 
 
 # What gcsfs and s3fs list for an object: its digest, known without reading it.
@@ -241,6 +193,4 @@ def open_store(entry: DatasetEntry, data_dir: str | os.PathLike | None = None,
     if entry.manual_download:
         manual = os.environ.get(ENV_MANUAL_DIR) or DEFAULT_MANUAL_DIR
         return ManualStore(Path(manual).expanduser(), entry, rows_per_shard)
-    from p3data.datasets.hub import HubStore  # hub.py builds on this module
-
     return HubStore(entry, hub_root=hub_root, rows_per_shard=rows_per_shard)

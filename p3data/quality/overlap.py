@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from p3data import t0
-from p3data.datasets.rows import SourceError
+from p3data.datasets.errors import SourceError
 from p3data.datasets.samples import _strings as row_strings
 from p3data.quality.common import read_batches
 from p3data.tables import text_table

@@ -16,7 +16,7 @@ from typing import Any
 
 from p3data import t0
 from p3data.datasets.catalog import CATALOG_FILE, Catalog, read_catalog_file
-from p3data.datasets.rows import SourceError
+from p3data.datasets.errors import SourceError
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.errors import P3DataError
 from p3data.quality.common import TokenCounter, read_batches

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from p3data.datasets.rows import SourceError
+from p3data.datasets.errors import SourceError
 from p3data.datasets.schema import RowChecker
 from p3data.quality.common import TokenCounter, read_batches
 from p3data.t0 import TaskSpec
