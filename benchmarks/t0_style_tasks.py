@@ -3,7 +3,8 @@
 Per row: promptsource's `Template.apply` after `removeHyphen`, T0's row rule, in a one-shard
 `seqio.FunctionDataSource` fed by a Python generator; then tokenize, append_eos and a cache
 placeholder. Rows come from the benchmark's JSON Lines mirror (`P3DATA_BENCH_MIRROR`), where T0
-read Hugging Face datasets. Imported by stock `seqio_cache_tasks --module_import=t0_style_tasks`.
+read Hugging Face datasets. Imported by stock `seqio_cache_tasks --module_import=t0_style_tasks`;
+`register` defines the same tasks for other datasets (`t0_style_long_tasks.py`).
 """
 
 from __future__ import annotations
@@ -54,15 +55,20 @@ def dataset_fn(split, shuffle_files, seed=None, *, dataset, subset, template_nam
     return tf.data.Dataset.from_generator(examples, output_signature=signature)
 
 
-for _dataset, _subset in DATASETS:
-    for _name in DatasetTemplates(_dataset, _subset).all_template_names:
-        seqio.TaskRegistry.add(
-            PREFIX + task_name(_dataset, _subset, _name),
-            source=seqio.FunctionDataSource(
-                functools.partial(dataset_fn, dataset=_dataset, subset=_subset,
-                                  template_name=_name),
-                splits=["train"]),
-            preprocessors=[seqio.preprocessors.tokenize, seqio.preprocessors.append_eos,
-                           seqio.CacheDatasetPlaceholder(required=False)],
-            output_features=FEATURES,
-        )
+def register(datasets: list[tuple[str, str | None]]) -> None:
+    """Register `t0style_<task>` for every template of these (dataset, subset) pairs."""
+    for dataset, subset in datasets:
+        for name in DatasetTemplates(dataset, subset).all_template_names:
+            seqio.TaskRegistry.add(
+                PREFIX + task_name(dataset, subset, name),
+                source=seqio.FunctionDataSource(
+                    functools.partial(dataset_fn, dataset=dataset, subset=subset,
+                                      template_name=name),
+                    splits=["train"]),
+                preprocessors=[seqio.preprocessors.tokenize, seqio.preprocessors.append_eos,
+                               seqio.CacheDatasetPlaceholder(required=False)],
+                output_features=FEATURES,
+            )
+
+
+register(DATASETS)

@@ -7,9 +7,11 @@ on-the-fly tokenization agree without importing seqio or TensorFlow on workers.
 A cache tokenizes each row once per template (~10 of them), so the row's sentences and words
 come back again and again. When no piece of the model can cross a word boundary, a text's ids
 are the ids of its normalized sentences and words, concatenated: `Tokenizer` then segments each
-distinct word once and looks sentences up whole. The contract is identity with
-`SentencePieceProcessor.encode`; whatever could break it sends the text, or the whole model,
-to plain encoding.
+distinct word once and looks sentences up whole; when the normalizer leaves "." and " " alone,
+it also normalizes each distinct sentence once, cutting the raw text. The contract is identity
+with `SentencePieceProcessor.encode`; whatever could break it sends the text, or the whole
+model, to plain encoding. The cache asks for ids packed as varints (`encode_packed`), which the
+memo keeps per sentence: a long text's packed ids are a join of a few byte strings.
 """
 
 from __future__ import annotations
@@ -18,15 +20,19 @@ import functools
 import hashlib
 import logging
 import math
-import operator
 import re
-from collections.abc import Sequence
+import sys
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import chain
-from typing import NamedTuple
+from itertools import accumulate, chain, filterfalse, islice
+from typing import NamedTuple, Protocol
 
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+from p3data.varints import packed
 
 EOS_ID = 1
 # Short strings (labels, answer choices) repeat across rows and templates: tokenize them once.
@@ -39,6 +45,7 @@ WORD_MEMO_CHARS = 1 << 20
 
 WORD_START = "\u2581"  # SentencePiece's escaped space: every word but a text's first starts with it
 SENTENCE_END = "." + WORD_START
+RAW_SENTENCE_END = ". "
 _CUT = "\0"  # marks where to cut a text into sentences, unless the text holds it
 _CUT_SENTENCE_END = "." + _CUT + WORD_START
 _PIECE = model_pb2.ModelProto.SentencePiece
@@ -60,6 +67,17 @@ def with_extra_ids(model: bytes, extra_ids: int) -> bytes:
     return proto.SerializeToString()
 
 
+class Packed(Protocol):
+    """A text's ids as one packed run of varints (as a `tf.train.Example` holds them), and how
+    many of them are neither 0 nor 1 (padding and EOS, which seqio's statistics leave out)."""
+
+    @property
+    def varints(self) -> bytes: ...
+
+    @property
+    def tokens(self) -> int: ...
+
+
 class Tokenizer:
     """Encodes batches of strings to exactly `SentencePieceProcessor.encode`'s id lists."""
 
@@ -70,29 +88,34 @@ class Tokenizer:
         refusal = word_split_refusal(proto)
         if refusal:
             _log_plain_encoding(self.model_sha256, refusal)
-        self.memo = None if refusal else WordMemo(proto)  # None: plain encoding
-        self._texts: dict[str, list[int]] = {}
+        self.memo = None if refusal else WordMemo(proto, self._processor.normalize)
+        self._texts: dict[str, _Entry] = {}  # short texts
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        return [list(chain.from_iterable(chain.from_iterable(entry.ids)))
+                for entry in self._entries(texts)]
+
+    def encode_packed(self, texts: Sequence[str]) -> list[Packed]:
+        """`encode`'s ids, packed (the memo keeps its sentences' ids packed: nothing per id)."""
+        return self._entries(texts)
+
+    def _entries(self, texts: Sequence[str]) -> list[_Entry]:
         memo = self._texts
         missing = list({t for t in texts if len(t) > MEMO_MAX_CHARS or t not in memo})
-        if missing:
-            encoded = dict(zip(missing, self._encode_distinct(missing), strict=True))
-            if len(memo) < _MEMO_MAX_ENTRIES:
-                memo.update((t, ids) for t, ids in encoded.items() if len(t) <= MEMO_MAX_CHARS)
-        else:
-            encoded = {}
+        if not missing:
+            return list(map(memo.__getitem__, texts))
+        encoded = dict(zip(missing, self._encode_distinct(missing), strict=True))
+        if len(memo) < _MEMO_MAX_ENTRIES:
+            memo.update((t, entry) for t, entry in encoded.items() if len(t) <= MEMO_MAX_CHARS)
         return [encoded[t] if t in encoded else memo[t] for t in texts]
 
-    def _encode_distinct(self, texts: list[str]) -> list[list[int]]:
-        if self.memo is None:
-            return self._processor.encode(texts, num_threads=1)
-        found = self.memo.encode(self._processor.normalize(texts))
-        plain = [i for i, ids in enumerate(found) if ids is None]
+    def _encode_distinct(self, texts: list[str]) -> list[_Entry]:
+        found = self.memo.lookup(texts) if self.memo is not None else [None] * len(texts)
+        plain = [i for i, entry in enumerate(found) if entry is None]
         if plain:
             encoded = self._processor.encode([texts[i] for i in plain], num_threads=1)
             for i, ids in zip(plain, encoded, strict=True):
-                found[i] = ids
+                found[i] = _entry(ids)._replace(ids=((ids,),))  # one sentence of one word
         return found
 
 
@@ -125,6 +148,66 @@ def word_split_refusal(proto: model_pb2.ModelProto) -> str | None:
     return "; ".join(reason for reason, applies in reasons.items() if applies) or None
 
 
+def raw_cut_refusal(proto: model_pb2.ModelProto) -> str | None:
+    """Why raw text cut after each ". " might not normalize piece by piece into the normalized
+    text (None: it always does, for a model `word_split_refusal` accepts).
+
+    The normalizer replaces the longest rule key or user-defined piece that matches at each
+    point, drops leading, trailing and repeated spaces and puts a ▁ in front. If no rule key
+    and no user-defined piece holds "." or " ", both are copied as they are, one match each,
+    so the cut is where two matches meet. The piece before it ends in ".", which no space
+    removal touches; the piece after it starts with " ": alone, that space is dropped and the ▁
+    put in front stands for it, and the normalizer goes on as in the whole text, after a space.
+    """
+    spec = proto.normalizer_spec
+    held = next((p.piece for p in proto.pieces if p.type == _PIECE.USER_DEFINED
+                 and ("." in p.piece or " " in p.piece)), None)
+    reasons = {
+        "add_dummy_prefix is false": not spec.add_dummy_prefix,
+        "remove_extra_whitespaces is false": not spec.remove_extra_whitespaces,
+        f"user-defined piece {held!r} holds '.' or ' '": held is not None,
+        "a normalization rule reads '.' or ' '": not _rules_skip(spec.precompiled_charsmap,
+                                                                  RAW_SENTENCE_END),
+    }
+    return "; ".join(reason for reason, applies in reasons.items() if applies) or None
+
+
+# A unit of a darts-clone double array (SentencePiece's rule trie): its label byte (with a bit
+# that no byte has), whether a key ends at it, and where its children are.
+_LABEL = (1 << 31) | 0xFF
+_HAS_LEAF = 1 << 8
+
+
+def _child_base(unit: int) -> int:
+    return (unit >> 10) << ((unit & (1 << 9)) >> 6)
+
+
+def _rules_skip(charsmap: bytes, chars: str) -> bool:
+    """Whether no key of a precompiled normalization rule set holds any of the ASCII `chars`.
+
+    The charsmap is a 4-byte size, a darts-clone double array of the keys' UTF-8 bytes, then the
+    rules' outputs. A key holding a byte passes a unit labeled with it which ends a key or has
+    children (child `c` of unit `i` is unit `i ^ base ^ c`, labeled `c`): every such unit must
+    be a dead end (an unused one may carry any label: it must be a dead end too).
+    """
+    if not charsmap:
+        return True
+    size = int.from_bytes(charsmap[:4], "little")
+    if size % 4 or size > len(charsmap) - 4:
+        return False
+    units = array("I", charsmap[4:4 + size])
+    if sys.byteorder == "big":
+        units.byteswap()
+    labels = set(chars.encode())
+    for index, unit in enumerate(units):
+        if unit & _LABEL in labels:
+            base = index ^ _child_base(unit)
+            if unit & _HAS_LEAF or any(base ^ c < len(units) and units[base ^ c] & _LABEL == c
+                                       for c in range(1, 256)):
+                return False
+    return True
+
+
 @functools.cache
 def _log_plain_encoding(model_sha256: str, reason: str) -> None:
     """Once per model and process."""
@@ -145,23 +228,44 @@ class MemoStats:
 
 
 class _Entry(NamedTuple):
-    """A sentence's or word's ids, the magnitude of its score (a bound on how much it adds to a
-    text's), and the largest float32 exponent of a text's magnitude it can sit in."""
+    """A word's, sentence's or text's ids: a word's list, a sentence's (or run of sentences')
+    tuple of its words' lists, a text's tuple of its sentences' tuples. Then the same ids
+    packed, how many are neither 0 nor 1, the magnitude of its score (a bound on how much it
+    adds to a text's), and the largest float32 exponent of a text's magnitude it can sit in."""
 
-    ids: list[int]
+    ids: list[int] | tuple
+    varints: bytes
+    tokens: int
     magnitude: float
     exponent: int
 
 
-_IDS, _MAGNITUDE, _EXPONENT = (operator.itemgetter(i) for i in range(3))
+def _entry(ids: list[int], magnitude: float = 0.0, exponent: int = _ALWAYS) -> _Entry:
+    """A word's entry."""
+    return _Entry(ids, packed(ids), len(ids) - ids.count(0) - ids.count(1), magnitude, exponent)
+
+
+def _joined(parts: list[_Entry]) -> _Entry:
+    """The entry of a sentence or a text made of these (their magnitudes' sum bounds its)."""
+    if len(parts) == 1:
+        ids, varints, tokens, magnitude, exponent = parts[0]
+        return _Entry((ids,), varints, tokens, magnitude, exponent)
+    if not parts:
+        return _Entry((), b"", 0, 0.0, _ALWAYS)
+    ids, varints, tokens, magnitudes, exponents = zip(*parts, strict=True)
+    return _Entry(ids, b"".join(varints), sum(tokens), sum(magnitudes), min(exponents))
 
 
 class WordMemo:
-    """Ids of normalized sentences and words, each segmented once per process.
+    """Ids of sentences and words, each segmented once per process.
 
-    A text splits into sentences after ".▁", a sentence into words before each ▁; a text's head
-    (its text before the first ▁, empty unless the model adds no dummy prefix) is keyed by its
-    text followed by ▁, which no word is.
+    Normalized text splits into sentences after ".▁", a sentence into words before each ▁; a
+    text's head (its text before the first ▁, empty unless the model adds no dummy prefix) is
+    keyed by its text followed by ▁, which no word is. If the model allows (`raw_cut_refusal`),
+    the raw text is cut instead, after ". ", and each new sentence normalized alone: a text is
+    its first sentence, the run of sentences up to its last cut and the rest (`_raw_pieces`),
+    and a run is looked up whole, so that the templates of a row, which differ around the
+    row's text, find its sentences in one lookup.
 
     Unigram models need a guard. SentencePiece's Viterbi adds float32 scores from the start of
     the text, so where two segmentations of a word score nearly alike (exact ties are common:
@@ -176,13 +280,15 @@ class WordMemo:
     are not NBest's best. BPE merges by single piece scores: nothing to guard.
     """
 
-    def __init__(self, proto: model_pb2.ModelProto):
+    def __init__(self, proto: model_pb2.ModelProto, normalize: Callable[[list[str]], list[str]]):
         words = model_pb2.ModelProto()
         words.CopyFrom(proto)  # the same model, reading text that is already normalized
         words.normalizer_spec.CopyFrom(model_pb2.NormalizerSpec(
             name="identity", add_dummy_prefix=False, remove_extra_whitespaces=False,
             escape_whitespaces=False))
         self._processor = spm.SentencePieceProcessor(model_proto=words.SerializeToString())
+        self._normalize = normalize
+        self.raw = raw_cut_refusal(proto) is None  # cuts raw text
         self.stats = MemoStats()
         self._sentences = _Memo()
         self._words = _Memo()
@@ -200,45 +306,60 @@ class WordMemo:
         """Characters of sentences and of words held."""
         return self._sentences.chars, self._words.chars
 
-    def encode(self, normalized: list[str]) -> list[list[int] | None]:
-        """Each text's ids, None where it must be encoded plainly."""
-        split = [_sentences(text) for text in normalized]
+    def lookup(self, texts: list[str]) -> list[_Entry | None]:
+        """Each text's entry, None where it must be encoded plainly."""
+        split = (list(map(_raw_pieces, texts)) if self.raw
+                 else list(map(_sentences, self._normalize(texts))))
         memo = self._sentences
-        missing = {s for sentences in split for s in sentences if s not in memo}
+        missing = set(filterfalse(memo.__contains__, chain.from_iterable(split)))
         if missing:
             self._add_sentences(missing)
-        found: list[list[int] | None] = []
+        found: list[_Entry | None] = []
         for sentences in split:
-            entries = list(map(memo.__getitem__, sentences))
-            if self._guarded and (math.frexp(sum(map(_MAGNITUDE, entries)))[1]
-                                  > min(map(_EXPONENT, entries))):
-                found.append(None)
-            else:
-                found.append(list(chain.from_iterable(map(_IDS, entries))))
+            entry = _joined(list(map(memo.__getitem__, sentences)))
+            guarded = self._guarded and math.frexp(entry.magnitude)[1] > entry.exponent
+            found.append(None if guarded else entry)
         self.stats.texts += len(split)
         self.stats.plain_texts += found.count(None)
-        self.stats.sentences += sum(map(len, split))
-        self.stats.new_sentences += len(missing)
+        self.stats.sentences += (sum(t.count(RAW_SENTENCE_END) + 1 for t in texts) if self.raw
+                                 else sum(map(len, split)))
         memo.bound(SENTENCE_MEMO_CHARS)
         return found
 
-    def _add_sentences(self, sentences: set[str]) -> None:
-        split = {s: s.split(WORD_START) for s in sentences}
-        for words in split.values():
-            if words[0]:
-                words[0] += WORD_START  # the head's key
-            else:
-                del words[0]
+    def _add_sentences(self, keys: set[str]) -> None:
+        """Add sentences and runs of them (raw text), a run joined from its sentences: each
+        sentence is normalized and segmented once, whichever run it comes in."""
+        runs = [key for key in keys if _is_run(key)] if self.raw else []
+        split_runs = [run.split(RAW_SENTENCE_END) for run in runs]
+        sentences = keys.difference(runs).union(
+            filterfalse(self._sentences.__contains__, chain.from_iterable(split_runs)))
+        if sentences:
+            self._add_single_sentences(list(sentences))
+        get = self._sentences.__getitem__
+        joined = [_joined(list(map(get, parts))) for parts in split_runs]
+        self._sentences.add(runs, [entry._replace(ids=tuple(chain.from_iterable(entry.ids)))
+                                   for entry in joined])
+
+    def _add_single_sentences(self, keys: list[str]) -> None:
+        if self.raw:  # a raw piece's key stands for it (`_raw_pieces`); normalized, it starts
+            # with the dummy prefix's ▁ unless it is empty: it has no head
+            texts = self._normalize([k[:-1] if k.endswith(_CUT) else k + "." for k in keys])
+            split = [text[1:].split(WORD_START) if text else [] for text in texts]
+        else:
+            split = [text.split(WORD_START) for text in keys]
+            for words in split:
+                if words[0]:
+                    words[0] += WORD_START  # the head's key
+                else:
+                    del words[0]
         memo = self._words
-        missing = {w for words in split.values() for w in words if w not in memo}
+        missing = set(filterfalse(memo.__contains__, chain.from_iterable(split)))
         if missing:
             self._add_words(missing)
-        for sentence, words in split.items():
-            entries = list(map(memo.__getitem__, words))
-            self._sentences.add(sentence, _Entry(
-                list(chain.from_iterable(map(_IDS, entries))), sum(map(_MAGNITUDE, entries)),
-                min(map(_EXPONENT, entries), default=_ALWAYS)))
-        self.stats.words += sum(map(len, split.values()))
+        get = memo.__getitem__
+        self._sentences.add(keys, [_joined(list(map(get, words))) for words in split])
+        self.stats.new_sentences += len(keys)
+        self.stats.words += sum(map(len, split))
         self.stats.new_words += len(missing)
         memo.bound(WORD_MEMO_CHARS)
 
@@ -246,25 +367,24 @@ class WordMemo:
         keys = list(keys)
         texts = [key[:-1] if key.endswith(WORD_START) else WORD_START + key for key in keys]
         encoded = self._processor.encode(texts, num_threads=1)
-        for key, text, ids in zip(keys, texts, encoded, strict=True):
-            self._words.add(key, self._guard(text, ids) if self._guarded
-                            else _Entry(ids, 0.0, _ALWAYS))
+        self._words.add(keys, list(map(self._guard, texts, encoded)) if self._guarded
+                        else list(map(_entry, encoded)))
 
     def _guard(self, text: str, ids: list[int]) -> _Entry:
         """The word's entry, with the largest exponent at which rounding cannot change it."""
         if self._user_defined and self._user_defined.search(text):
-            return _Entry(ids, 0.0, _NEVER)
+            return _entry(ids, 0.0, _NEVER)
         result = self._processor.nbest_encode_as_immutable_proto(text, nbest_size=2)
         nbest = result.nbests  # views into `result`, which must outlive them
         best = nbest[0].score
         if len(nbest) == 1:  # the only segmentation there is
-            return _Entry(ids, -best, _ALWAYS)
+            return _entry(ids, -best, _ALWAYS)
         margin = best - nbest[1].score
         # Any other segmentation scores at most best - margin, so `ids` are best's if they score
         # nearer than that; merged unknown or byte pieces score otherwise: compare the ids.
         if (not abs(sum(map(self._scores.__getitem__, ids)) - best) < margin / 2
                 and self._processor.nbest_encode_as_ids(text, nbest_size=1)[0] != ids):
-            return _Entry(ids, -best, _NEVER)
+            return _entry(ids, -best, _NEVER)
         # Needed: margin > 2 paths x 2 (text, alone) x length/2 x spacing, x 2 to spare (which
         # also covers NBest's own rounding of the margin). The
         # spacing at exponent e (magnitudes in [2**(e-1), 2**e)) is 2**(e-24); the text's and
@@ -273,8 +393,8 @@ class WordMemo:
         allowed = margin / (8 * len(text))
         own = self._max_magnitude * len(text)
         if math.ldexp(1.0, math.frexp(own)[1] - 24) >= allowed:
-            return _Entry(ids, -best, _NEVER)
-        return _Entry(ids, -best, math.ceil(24 + math.log2(allowed)) - 1)
+            return _entry(ids, -best, _NEVER)
+        return _entry(ids, -best, math.ceil(24 + math.log2(allowed)) - 1)
 
 
 def _sentences(text: str) -> list[str]:
@@ -284,6 +404,26 @@ def _sentences(text: str) -> list[str]:
     return text.replace(SENTENCE_END, _CUT_SENTENCE_END).split(_CUT)
 
 
+def _is_run(key: str) -> bool:
+    """Whether a key of `_raw_pieces` is a run of sentences."""
+    return RAW_SENTENCE_END in key and not key.endswith(_CUT)
+
+
+def _raw_pieces(text: str) -> list[str]:
+    """Keys of raw `text` cut after its first and its last ". " (before the space): its first
+    sentence and the run of sentences between the cuts, each of which stands for itself and
+    the "." after it (the space before it normalizes away), and the rest followed by \0, which
+    stands for itself alone. The templates of a row share the run, their text being around it."""
+    first = text.find(RAW_SENTENCE_END)
+    if first < 0 or _CUT in text:
+        return [text + _CUT]
+    last = text.rfind(RAW_SENTENCE_END)
+    rest = text[last + 2:] + _CUT
+    if last == first:
+        return [text[:first], rest]
+    return [text[:first], text[first + 2:last], rest]
+
+
 class _Memo(dict):
     """Entries by text, counting the characters of text held."""
 
@@ -291,19 +431,17 @@ class _Memo(dict):
         super().__init__()
         self.chars = 0
 
-    def add(self, text: str, entry: _Entry) -> None:
-        self[text] = entry
-        self.chars += len(text)
+    def add(self, texts: list[str], entries: list[_Entry]) -> None:
+        self.update(zip(texts, entries, strict=True))
+        self.chars += sum(map(len, texts))
 
     def bound(self, chars: int) -> None:
         """Over `chars`, keep the newest entries that hold at most half of them."""
         if self.chars <= chars:
             return
-        kept, self.chars = [], 0
-        for text in reversed(self):  # newest first
-            if self.chars + len(text) > chars // 2:
-                break
-            kept.append((text, self[text]))
-            self.chars += len(text)
+        held = list(accumulate(map(len, reversed(self))))  # by the newest so far
+        kept = bisect_right(held, chars // 2)
+        newest = list(islice(reversed(self.items()), kept))
         self.clear()
-        self.update(reversed(kept))
+        self.update(reversed(newest))
+        self.chars = held[kept - 1] if kept else 0

@@ -18,7 +18,7 @@ from p3data.datasets.schema import RowChecker
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError
 from p3data.format import work
-from p3data.format.example import encode_entries, ids_entry, text_entry, wrap_entries
+from p3data.format.example import encode_entries, packed_ids_entry, text_entry, wrap_entries
 from p3data.format.features import (
     ANSWER_CHOICES,
     INPUTS,
@@ -30,7 +30,8 @@ from p3data.format.features import (
 )
 from p3data.format.tfrecord import frame
 from p3data.templates import DatasetRenderer, Dropped, Rendered
-from p3data.tokenize import EOS_ID, MEMO_MAX_CHARS, Tokenizer
+from p3data.tokenize import EOS_ID, MEMO_MAX_CHARS, Packed, Tokenizer
+from p3data.varints import varint
 
 
 def _pending(config: CacheConfig, unit: WorkUnit) -> list[TaskOutput]:
@@ -114,6 +115,9 @@ def _count(meta: work.PartMeta, rows: int, kept: int, outcomes: list) -> None:
                 meta.errors.append(str(outcome.error))
 
 
+_EOS = varint(EOS_ID)
+
+
 class _Encoder:
     """Map entries of one unit's examples. Labels, answer-choice lists and choices repeat
     across rows and templates, so their entries are encoded once per unit."""
@@ -124,13 +128,12 @@ class _Encoder:
         self._choice_lists: dict[tuple[str, ...], bytes] = {}
         self._choices: dict[tuple[str, bool], tuple[bytes, int]] = {}
 
-    def targets(self, text: str, ids: list[int]) -> tuple[bytes, int]:
+    def targets(self, text: str, ids: Packed) -> tuple[bytes, int]:
         """(targets_pretokenized + targets entries, token count), EOS appended."""
         if text in self._targets:
             return self._targets[text]
-        out_ids = [*ids, EOS_ID]
-        result = (text_entry(TARGETS_TEXT, text) + ids_entry(TARGETS, out_ids),
-                  work.tokens(out_ids))
+        result = (text_entry(TARGETS_TEXT, text) + packed_ids_entry(TARGETS, ids.varints + _EOS),
+                  ids.tokens)
         if len(text) <= MEMO_MAX_CHARS:
             self._targets[text] = result
         return result
@@ -141,20 +144,21 @@ class _Encoder:
             self._choice_lists[key] = encode_entries({ANSWER_CHOICES: choices})
         return self._choice_lists[key]
 
-    def choice(self, choice: str, correct: bool, ids: list[int]) -> tuple[bytes, int]:
+    def choice(self, choice: str, correct: bool, ids: Packed) -> tuple[bytes, int]:
         """A twin's is_correct, targets_pretokenized, targets and weight entries."""
         key = (choice, correct)
         if key not in self._choices:
-            out_ids = [*ids, EOS_ID]
-            self._choices[key] = (encode_entries({
-                IS_CORRECT: correct, TARGETS: out_ids, TARGETS_TEXT: choice, WEIGHT: 1.0}),
-                work.tokens(out_ids))
+            self._choices[key] = (
+                encode_entries({IS_CORRECT: correct}) + text_entry(TARGETS_TEXT, choice)
+                + packed_ids_entry(TARGETS, ids.varints + _EOS) + encode_entries({WEIGHT: 1.0}),
+                ids.tokens)
         return self._choices[key]
 
 
 def _write(users: list[TaskOutput], kept: list[Rendered], *, first: int, encoder: _Encoder,
            files: dict, metas: dict[str, work.PartMeta]) -> None:
-    """Encode each kept render once and share the bytes between a task and its twin.
+    """Encode each kept render once and share the bytes between a task and its twin; one write
+    per task and batch.
 
     Map entries are concatenated in protobuf's deterministic key order (answer_choices,
     inputs_pretokenized, inputs, is_correct, targets_pretokenized, targets, weight), which
@@ -164,25 +168,27 @@ def _write(users: list[TaskOutput], kept: list[Rendered], *, first: int, encoder
         return
     twins = any(out.score_eval for out in users)
     choices = [c for r in kept for c in r.answer_choices or ()] if twins else []
-    ids = encoder.tokenizer.encode(
+    ids = encoder.tokenizer.encode_packed(
         [r.inputs for r in kept] + [r.targets for r in kept] + choices)
     n = len(kept)
     choice_ids = dict(zip(choices, ids[2 * n:], strict=True))
+    records: dict[str, list[bytes]] = {out.task: [] for out in users}
     for k, r in enumerate(kept):
         in_ids = ids[k]
-        n_in = work.tokens(in_ids)
-        inputs = text_entry(INPUTS_TEXT, r.inputs) + ids_entry(INPUTS, in_ids)
+        n_in = in_ids.tokens
+        inputs = text_entry(INPUTS_TEXT, r.inputs) + packed_ids_entry(INPUTS, in_ids.varints)
         for out in users:
-            meta, handle = metas[out.task], files[out.task]
+            meta, task_records = metas[out.task], records[out.task]
             if not out.score_eval:
                 targets, n_out = encoder.targets(r.targets, ids[n + k])
-                entries = inputs + targets
-                if out.with_choices:
-                    entries = encoder.choice_list(r.answer_choices or []) + entries
-                handle.write(frame(wrap_entries(entries)))
+                choice_list = (encoder.choice_list(r.answer_choices or []) if out.with_choices
+                               else b"")
+                task_records.append(frame(wrap_entries(choice_list, inputs, targets)))
                 meta.add_example(n_in, n_out)
                 continue
             for j, choice in enumerate(r.answer_choices or ()):
                 entries, n_out = encoder.choice(choice, choice == r.targets, choice_ids[choice])
-                handle.write(frame(work.twin_record(first + k, j, inputs + entries)))
+                task_records.append(frame(work.twin_record(first + k, j, inputs + entries)))
                 meta.add_example(n_in, n_out)
+    for task, task_records in records.items():
+        files[task].write(b"".join(task_records))

@@ -13,43 +13,15 @@ import struct
 from collections.abc import Iterator, Mapping, Sequence
 
 from p3data.errors import P3DataError
+from p3data.varints import TABLE, TABLE_SIZE, packed, varint
 
 Value = str | bytes | int | float | bool | Sequence[int] | Sequence[str] | Sequence[float]
-
-
-def _encode_varint(value: int) -> bytes:
-    if value < 0:
-        value += 1 << 64
-    out = bytearray()
-    while True:
-        bits = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(bits | 0x80)
-        else:
-            out.append(bits)
-            return bytes(out)
-
-
-# Token ids and lengths are small: encode them by table lookup, in C, not bit by bit.
-_TABLE_SIZE = 1 << 16
-_VARINTS = [_encode_varint(i) for i in range(_TABLE_SIZE)]
-
-
-def varint(value: int) -> bytes:
-    return _VARINTS[value] if 0 <= value < _TABLE_SIZE else _encode_varint(value)
-
-
-def _packed_varints(values: Sequence[int]) -> bytes:
-    if values and min(values) >= 0 and max(values) < _TABLE_SIZE:
-        return b"".join(map(_VARINTS.__getitem__, values))
-    return b"".join(varint(int(v)) for v in values)
 
 
 def _sized(tag: bytes, payload: bytes) -> bytes:
     """A length-delimited field: its tag byte, the payload's length, the payload."""
     size = len(payload)
-    return tag + (_VARINTS[size] if size < _TABLE_SIZE else _encode_varint(size)) + payload
+    return tag + (TABLE[size] if size < TABLE_SIZE else varint(size)) + payload
 
 
 # Tag bytes of length-delimited fields 1, 2 and 3 (field number << 3 | wire type 2).
@@ -66,7 +38,7 @@ def _feature(value: Value) -> bytes:
     if isinstance(first, float):
         return _sized(_F2, _sized(_F1, struct.pack(f"<{len(values)}f", *values)))
     ints = [int(v) for v in values] if isinstance(first, bool) else values
-    return _sized(_F3, _sized(_F1, _packed_varints(ints)) if values else b"")
+    return _sized(_F3, _sized(_F1, packed(ints)) if values else b"")
 
 
 _KEYS: dict[str, bytes] = {}
@@ -89,19 +61,38 @@ def _entry(key: str, feature: bytes) -> bytes:
     return _sized(_F1, name + _sized(_F2, feature))
 
 
+def _one_value_entry(key: str, kind: bytes, value: bytes) -> bytes:
+    """The map entry of a feature whose `kind` list holds one length-delimited value (a
+    string, or packed varints): the heads of its levels, then the value, in one join (nesting
+    `_sized` would copy a long text once per level)."""
+    value_head = _F1 + varint(len(value))
+    in_list = len(value_head) + len(value)
+    list_head = kind + varint(in_list)
+    in_feature = len(list_head) + in_list
+    feature_head = _F2 + varint(in_feature)
+    name = _KEYS.get(key) or _KEYS.setdefault(key, _sized(_F1, key.encode()))
+    in_entry = len(name) + len(feature_head) + in_feature
+    return b"".join((_F1, varint(in_entry), name, feature_head, list_head, value_head, value))
+
+
 def text_entry(key: str, text: str) -> bytes:
     """One string feature's map entry (the fast path of `encode_entries`)."""
-    return _entry(key, _sized(_F1, _sized(_F1, text.encode())))
+    return _one_value_entry(key, _F1, text.encode())
 
 
 def ids_entry(key: str, ids: Sequence[int]) -> bytes:
     """One token-id feature's map entry (the fast path of `encode_entries`)."""
-    return _entry(key, _sized(_F3, _sized(_F1, _packed_varints(ids)) if ids else b""))
+    return packed_ids_entry(key, packed(ids))
 
 
-def wrap_entries(entries: bytes) -> bytes:
-    """A serialized `tf.train.Example` from already encoded, sorted map entries."""
-    return _sized(_F1, entries)
+def packed_ids_entry(key: str, varints: bytes) -> bytes:
+    """`ids_entry` of ids already packed as varints (see `Tokenizer.encode_packed`)."""
+    return _one_value_entry(key, _F3, varints) if varints else _entry(key, _sized(_F3, b""))
+
+
+def wrap_entries(*entries: bytes) -> bytes:
+    """A serialized `tf.train.Example` from already encoded map entries, in sorted order."""
+    return b"".join((_F1, varint(sum(map(len, entries))), *entries))
 
 
 def encode_example(features: Mapping[str, Value]) -> bytes:

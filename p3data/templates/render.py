@@ -89,6 +89,14 @@ def _uses_choice(ast: nodes.Template) -> bool:
     return any(node.name in ("choice", "random") for node in ast.find_all(nodes.Filter))
 
 
+def _compiled(ast: nodes.Template) -> JinjaTemplate:
+    """The template compiled to run under the render limits, its globals a plain dict (they
+    are all the environment's): Jinja copies their names into a set at each render."""
+    template = ENVIRONMENT.from_string(limit_template(ast))
+    template.globals = dict(template.globals)
+    return template
+
+
 def _run(template: JinjaTemplate, context: dict[str, Any], budget: Budget) -> str:
     """`Template.render` without its copies (the row's context dict is used as it is), under
     the budget `start_render` gave."""
@@ -108,8 +116,8 @@ class CompiledTemplate:
         self._choices = None
         self.fixed_answer_choices: list[str] | None = None
         start_render()  # compiling evaluates constant parts
-        self._body = ENVIRONMENT.from_string(limit_template(body_ast))
-        self._globals = dict(self._body.globals)  # merged into each row's context once
+        self._body = _compiled(body_ast)
+        self._globals = self._body.globals  # merged into each row's context once
         if template.answer_choices is not None:
             choices_ast = self._parse(template.answer_choices, "answer_choices")
             choice_vars = meta.find_undeclared_variables(choices_ast)
@@ -118,10 +126,10 @@ class CompiledTemplate:
             fixed = not choice_vars and not _uses_choice(choices_ast)
             try:
                 budget = start_render()
-                self._choices = ENVIRONMENT.from_string(limit_template(choices_ast))
+                self._choices = _compiled(choices_ast)
                 if fixed:
                     self.fixed_answer_choices = self._split_choices(
-                        _run(self._choices, dict(self._choices.globals), budget))
+                        _run(self._choices, dict(self._globals), budget))
             except LimitExceeded as err:
                 raise TemplateError(self.template.where, f"answer_choices: {err}") from None
             except Exception as err:  # noqa: BLE001 - a broken template, not a p3data bug
