@@ -6,7 +6,7 @@ peak memory of the process tree with 1 and 2 DirectRunner workers. Then reading 
 dataset's split at a quarter of ROWS and at ROWS (time per row should not grow: reading is
 linear), and its first and last shards (equal times: no shard rescans the file from its start).
 
-    .venv/bin/python benchmarks/parquet_mirror.py [--rows 1000000]
+    .venv/bin/python benchmarks/parquet_mirror.py [--rows 1000000] [--workers 1 2]
 """
 
 from __future__ import annotations
@@ -64,12 +64,13 @@ def read_seconds(store: MirrorStore, shards: list) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "p3data-bench"))
     args = parser.parse_args()
     mirror = Path(args.work) / f"parquet-mirror-{args.rows}"
     write_parquet_mirror(mirror, DATASETS, args.rows)
 
-    for workers in (1, 2):
+    for workers in args.workers:
         out = Path(args.work) / f"parquet-cache-{workers}"
         shutil.rmtree(out, ignore_errors=True)
         runner = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"] \

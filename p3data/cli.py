@@ -16,7 +16,9 @@ from p3data.commands import (
     cache,
     compare,
     console,
+    export,
     fetch,
+    index,
     lint,
     overlap,
     peek,
@@ -32,7 +34,7 @@ from p3data.commands.options import option_hint
 from p3data.errors import P3DataError
 
 COMMANDS = (render, tasks, fetch, cache, verify, compare, peek, vocab, lint, validate, plan,
-            overlap, report)
+            overlap, report, export, index)
 BUG = ("p3data: this is a bug in p3data, not a mistake of yours: please report it with the "
        "traceback above")
 

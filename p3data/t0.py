@@ -27,6 +27,9 @@ from p3data.errors import P3DataError
 from p3data.templates import Template, TemplateCollection
 
 MAX_EXAMPLES_PER_DATASET = 500_000
+# seqio's `mixing_rate_num_examples` counts a task's examples in this split, whichever split
+# the mixture is read from
+RATE_SPLIT = "train"
 SCORE_EVAL_SUFFIX = "_score_eval"
 _LOG = logging.getLogger(__name__)
 

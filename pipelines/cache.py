@@ -2,8 +2,9 @@
 
     units --Reshuffle--> render+tokenize each source shard (stage 1, parallel over shards)
           --GroupByKey (task, split)--> plan each task split's assembly (stage 2):
-              its parts --Reshuffle--> deal each part's examples into one piece per output shard
-              --GroupByKey output shard--> write each output shard from its pieces
+              its parts --Reshuffle--> deal each part's examples into one file, by output shard
+              --GroupByKey output shard--> write each output shard and its record index from
+              its range of every dealt part
           --CoGroupByKey (task, split), plan and shard digests--> info, stats, split summary
           --GroupByKey task--> manifest, then COMPLETED (only if every split is complete)
 
@@ -82,8 +83,8 @@ class PlanSplit(_TasksDoFn):
 
 
 class DealPart(_TasksDoFn):
-    """Emits (output shard, part index) for every output shard once the part's pieces are
-    written; an output shard is (task, split, shard index, shards), `ShardJob`'s fields."""
+    """Emits (output shard, part index) for every output shard once the part is dealt; an
+    output shard is (task, split, shard index, shards), `ShardJob`'s fields."""
 
     def process(self, job: PartJob) -> Iterator[tuple[tuple[str, str, int, int], int]]:
         deal_part(self.config, self.tasks[job.task], job)
@@ -92,11 +93,13 @@ class DealPart(_TasksDoFn):
 
 
 class WriteShard(_TasksDoFn):
-    """Emits ((task, split), (shard name, sha256)); runs once every part dealt its piece."""
+    """Emits ((task, split), (name, sha256)) for the shard and its index; runs once every
+    part is dealt."""
 
     def process(self, element) -> Iterator[tuple[tuple[str, str], tuple[str, str]]]:
         job = ShardJob(*element[0])
-        yield (job.task, job.split), write_shard(self.config, self.tasks[job.task], job)
+        for file in write_shard(self.config, self.tasks[job.task], job).items():
+            yield (job.task, job.split), file
 
 
 class FinishSplit(_TasksDoFn):
@@ -138,8 +141,8 @@ def build(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
         plans
         | "Parts" >> beam.FlatMap(_part_jobs)
         | "Spread parts" >> beam.Reshuffle()
-        | "Deal parts into pieces" >> beam.ParDo(DealPart(config, tasks))
-        | "Group pieces by output shard" >> beam.GroupByKey()
+        | "Deal parts" >> beam.ParDo(DealPart(config, tasks))
+        | "Group dealt parts by output shard" >> beam.GroupByKey()
         | "Write output shards" >> beam.ParDo(WriteShard(config, tasks))
     )
     return (

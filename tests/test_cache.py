@@ -47,7 +47,8 @@ def test_layout_is_seqios(built):
     assert names == {"COMPLETED", "manifest.json"} | {
         f"{kind}.{split}.json" for kind in ("info", "stats")
         for split in ("train", "validation", "test")} | {
-        f"{split}.tfrecord-00000-of-00001" for split in ("train", "validation", "test")}
+        f"{split}.tfrecord-00000-of-00001" for split in ("train", "validation", "test")} | {
+        f"index.{split}-00000-of-00001.npy" for split in ("train", "validation", "test")}
     assert (folder / "COMPLETED").read_bytes() == b""
     info = (folder / "info.validation.json").read_text()
     assert info == json.dumps(json.loads(info), sort_keys=True, indent=2) + "\n"

@@ -36,7 +36,7 @@ def _kind(operation: str, path: str | list) -> str:
     if where == "work" and operation == "delete":
         return "delete work " + ("root" if name == ".p3data-work" else "task folder")
     for pattern, kind in ((r"^part-\d+\.tfrecord$", "part records"),
-                          (r"^part-\d+-shard-\d+\.tfrecord$", "piece"),
+                          (r"^dealt-\d+\.", "dealt part"), (r"^index\.", "index"),
                           (r"^part-\d+\.json$", "part meta"), (r"summary\.json$", "summary"),
                           (r"\.tfrecord-", "shard"), (r"^info\.", "info"), (r"^stats\.", "stats")):
         if re.search(pattern, name):

@@ -4,9 +4,11 @@ folder holds exactly the files the manifest lists.
 
 Examples go to output shards round-robin in source order, so each shard is an even sample of
 the split and the same inputs always give the same bytes. A split is assembled in parallel and
-in linear time: each part's examples are dealt into one piece per output shard (`deal_part`,
-per part), then each shard is its pieces concatenated in part order (`write_shard`, per
-shard), then `finish_split` writes the JSON that needs every shard's digest.
+in linear time: each part's examples are dealt into one file, grouped by output shard, with a
+work record of where each shard's records are and their lengths (`deal_part`, per part); then
+each shard is its range of every part's file in part order, and its record index is made from
+the recorded lengths (`write_shard`, per shard); then `finish_split` writes the JSON that needs
+every shard's digest.
 
 A rebuild first withdraws the old build (`withdraw`, on the driver, before any worker writes):
 `COMPLETED` goes first, then the manifest, then every file this build will not reuse, so a
@@ -20,12 +22,15 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from p3data import __version__, fs
 from p3data.batching import batched
 from p3data.cache.plan import CacheConfig, TaskInfo, template_digest
 from p3data.format import layout, work
 from p3data.format.example import encode_entries, wrap_entries
 from p3data.format.features import IDX, task_features
+from p3data.format.index import FRAMING, index_bytes, index_name, offsets_from_lengths, scan_offsets
 from p3data.format.manifest import (
     Manifest,
     SplitRecord,
@@ -35,13 +40,14 @@ from p3data.format.manifest import (
     write_manifest,
 )
 from p3data.format.tfrecord import frame, read_frames, read_records
-from p3data.format.work import SplitSummary, TaskStatus
+from p3data.format.work import DealtPart, SplitSummary, TaskStatus
 from p3data.templates.render import RENDER_ERROR
 
 EXAMPLES_PER_SHARD = 10_000  # with --shards unset: about one output shard per 10k examples
 MAX_AUTO_SHARDS = 64  # seqio's --min_shards default: enough for 64 reading hosts
-DEAL_BATCH = 4096  # records dealt at a time: few writes per piece, bounded memory
-COPY_BLOCK = 1 << 20  # bytes read at a time when concatenating pieces
+DEAL_BATCH = 4096  # records dealt at a time
+DEAL_MEMORY = 256 << 20  # about the most bytes of records a part's dealing holds at once
+COPY_BLOCK = 1 << 20  # bytes read at a time when writing a shard
 
 
 def info_features(info: TaskInfo) -> dict[str, dict]:
@@ -105,7 +111,7 @@ class PartJob:
 
 @dataclass(frozen=True)
 class ShardJob:
-    """Write output shard `index` of `shards` from its piece of every part, in part order."""
+    """Write output shard `index` of `shards` from its records in every dealt part, in order."""
 
     task: str
     split: str
@@ -160,51 +166,88 @@ def plan_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummary 
 
 
 def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> None:
-    """Write one part's examples, as output records, into one piece per output shard."""
-    if _copied_whole(info, job.shards):
-        return
-    path = config.workdir.part(job.task, job.split, job.index, ".tfrecord")
-    pieces = [config.workdir.piece(job.task, job.split, job.index, shard)
-              for shard in range(job.shards)]
-    position = job.first  # of the next record in the split
-    with _Writers(pieces) as handles, fs.open_read(path) as part:
-        records = _final_records(part, path, info.spec.score_eval, job.offset)
-        for block in batched(records, DEAL_BATCH):  # one write per piece and block
-            for shard, piece in enumerate(handles):
-                piece.write(b"".join(block[(shard - position) % job.shards::job.shards]))
-            position += len(block)
+    """Write one part's examples, as output records, into one file grouped by output shard,
+    then the record of where each shard's records are and their lengths."""
+    work_dir = config.workdir
+    path = work_dir.part(job.task, job.split, job.index, ".tfrecord")
+    if _copied_whole(info, job.shards):  # the part is the shard's records as they are
+        offsets = scan_offsets(path, fs.size(path))
+        dealt = DealtPart([0, int(offsets[-1])], [(np.diff(offsets) - FRAMING).tolist()])
+    else:
+        dealt = _deal(path, work_dir.dealt(job.task, job.split, job.index, ".tfrecord"),
+                      score_eval=info.spec.score_eval, job=job)
+    work.write_record(work_dir.dealt(job.task, job.split, job.index, ".json"), dealt)
 
 
-def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> tuple[str, str]:
-    """Concatenate the shard's pieces of every part; returns (shard name, sha256)."""
+def _deal(path: str, target: str, *, score_eval: bool, job: PartJob) -> DealtPart:
+    """Deal the part's records to their output shards in as many passes over the part as
+    holding DEAL_MEMORY bytes of records at a time takes (one, for parts of that size)."""
+    per_pass = max(1, job.shards * DEAL_MEMORY // max(fs.size(path), 1))
+    starts, lengths = [0], []
+    with fs.atomic_writer(target) as dealt:
+        for low in range(0, job.shards, per_pass):
+            kept: list[list[bytes]] = [[] for _ in range(low, min(low + per_pass, job.shards))]
+            position = job.first  # of the next record in the split
+            with fs.open_read(path) as part:
+                records = _final_records(part, path, score_eval, job.offset)
+                for block in batched(records, DEAL_BATCH):
+                    for shard, records_kept in enumerate(kept, start=low):
+                        records_kept += block[(shard - position) % job.shards::job.shards]
+                    position += len(block)
+            for records_kept in kept:
+                dealt.write(b"".join(records_kept))
+                starts.append(starts[-1] + sum(map(len, records_kept)))
+                lengths.append([len(record) - FRAMING for record in records_kept])
+    return DealtPart(starts, lengths)
+
+
+def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str, str]:
+    """Write the shard from its range of every part's dealt file, in part order, then its
+    record index from the recorded lengths; returns their names and sha256s."""
+    work_dir, folder = config.workdir, _task_folder(config, job.task)
     name = layout.shard_name(job.split, job.index, job.shards)
-    digest = hashlib.sha256()
-    with fs.atomic_writer(fs.join(_task_folder(config, job.task), name)) as shard:
+    digest, lengths = hashlib.sha256(), []
+    with fs.atomic_writer(fs.join(folder, name)) as shard:
         for part in range(info.shard_counts[job.split]):
-            path = (config.workdir.part(job.task, job.split, part, ".tfrecord")
+            dealt = work.read_record(work_dir.dealt(job.task, job.split, part, ".json"),
+                                     DealtPart)
+            if dealt is None:
+                raise RuntimeError(f"{job.task}/{job.split}: part {part} was not dealt")
+            path = (work_dir.part(job.task, job.split, part, ".tfrecord")
                     if _copied_whole(info, job.shards)
-                    else config.workdir.piece(job.task, job.split, part, job.index))
-            with fs.open_read(path) as piece:
-                while block := piece.read(COPY_BLOCK):
+                    else work_dir.dealt(job.task, job.split, part, ".tfrecord"))
+            start, end = dealt.starts[job.index], dealt.starts[job.index + 1]
+            with fs.open_read(path) as source:
+                source.seek(start)
+                while start < end and (block := source.read(min(COPY_BLOCK, end - start))):
                     shard.write(block)
                     digest.update(block)
-    return name, digest.hexdigest()
+                    start += len(block)
+            if start != end:
+                raise RuntimeError(f"{path}: ends at byte {start}, its record says {end}")
+            lengths += dealt.lengths[job.index]
+    index = index_bytes(offsets_from_lengths(np.array(lengths, np.uint64)))
+    index_file = index_name(job.split, job.index, job.shards)
+    fs.write_bytes(fs.join(folder, index_file), index)
+    return {name: digest.hexdigest(), index_file: hashlib.sha256(index).hexdigest()}
 
 
 def _copied_whole(info: TaskInfo, shards: int) -> bool:
     """A plain task's part holds its output records as they are: with one output shard, the
-    shard is its parts one after another, with no pieces to deal."""
+    shard is its parts one after another, with nothing to deal."""
     return shards == 1 and not info.spec.score_eval
 
 
 def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
                  shards: dict[str, str]) -> SplitSummary:
-    """Once every output shard is written: info and stats JSON, then the split's summary,
-    kept in the work folder so a rerun reuses it."""
+    """Once every output shard and its index are written (`shards`: their names and
+    sha256s): info and stats JSON, then the split's summary, kept in the work folder so a
+    rerun reuses it."""
     task, split, record = info.spec.name, assembly.split, assembly.record
-    if len(shards) != record.num_shards:
-        raise RuntimeError(f"{task}/{split}: {len(shards)} of {record.num_shards} output "
-                           f"shards were written")
+    written = sum(".tfrecord-" in name for name in shards)
+    if written != record.num_shards or len(shards) != 2 * written:
+        raise RuntimeError(f"{task}/{split}: {written} of {record.num_shards} output shards "
+                           f"were written, and {len(shards) - written} indexes")
     folder = _task_folder(config, task)
     version = layout.P3_SEQIO_VERSION if config.p3_layout else layout.seqio_version()
     info_text = layout.info_json(info_features(info) if record.stats["examples"] else {},
@@ -216,7 +259,7 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
         files[name] = hashlib.sha256(text.encode()).hexdigest()
     summary = SplitSummary(split, info.fingerprint, replace(record, files=files))
     work.write_record(config.workdir.split_summary(task, split), summary)
-    fs.delete_tree(config.workdir.pieces(task, split))
+    fs.delete_tree(config.workdir.dealt_parts(task, split))
     return summary
 
 
@@ -254,21 +297,6 @@ def _final_records(part, path: str, score_eval: bool, offset: int) -> Iterator[b
         ordinal, choice, entries = work.unpack_twin(record)
         idx = encode_entries({IDX: [ordinal + offset, choice]})
         yield frame(wrap_entries(idx + entries))
-
-
-class _Writers:
-    """Several atomic writers opened and committed together."""
-
-    def __init__(self, paths: list[str]):
-        self._contexts = [fs.atomic_writer(path) for path in paths]
-
-    def __enter__(self):
-        return [context.__enter__() for context in self._contexts]
-
-    def __exit__(self, *exc):
-        for context in self._contexts:
-            context.__exit__(*exc)
-        return False
 
 
 def finalize_task(config: CacheConfig, info: TaskInfo,

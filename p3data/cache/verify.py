@@ -3,9 +3,10 @@
 seqio reads a task folder once it holds COMPLETED and globs its shards loosely (any
 `<split>.tfrecord-*-of-*<N>` matches, temporaries included), so a complete task must hold
 exactly the files its manifest lists, each with the recorded sha256, sound TFRecord framing and
-the recorded count. A cache is OK when nothing at all is wrong; INCOMPLETE when a run is writing
-it or crashed (task folders without COMPLETED, the work dir, the lock) but every complete task
-is sound; FAILED when a complete task is not. `against` compares two builds file by file.
+the recorded count, and record indexes that hold their shards' record offsets. A cache is OK
+when nothing at all is wrong; INCOMPLETE when a run is writing it or crashed (task folders
+without COMPLETED, the work dir, the lock) but every complete task is sound; FAILED when a
+complete task is not. `against` compares two builds file by file.
 """
 
 from __future__ import annotations
@@ -16,16 +17,19 @@ import hashlib
 from collections import defaultdict
 from typing import BinaryIO
 
+import numpy as np
+
 from p3data import fs
 from p3data.cache.lock import describe_lock
 from p3data.errors import P3DataError
 from p3data.format import layout
+from p3data.format.index import RecordIndexError, index_for, offsets_from_lengths, read_index
 from p3data.format.manifest import ManifestError, read_manifest
 from p3data.format.tfrecord import CorruptRecordError, read_records
 
 # A folder holding any of these is a task folder (at the cache root: not a temporary).
 TASK_FILES = (layout.COMPLETED, layout.MANIFEST, "*.tfrecord-*", "info.*.json", "stats.*.json",
-              layout.TEMP_PREFIX + "*")
+              "index.*.npy", layout.TEMP_PREFIX + "*")
 SEALS = (layout.MANIFEST, layout.COMPLETED)  # files a manifest never lists
 RERUN = "a run is writing it, crashed or failed: rerun p3data cache to finish"
 
@@ -138,6 +142,7 @@ def _check_split(folder: str, split: str, *, files: dict[str, str], examples: in
         problems.append(f"{fs.join(folder, layout.MANIFEST)}: split {split}: the shards listed "
                         f"are not its {num_shards} shards {split}.tfrecord-*-of-{num_shards:05d}")
     records = 0
+    lengths: dict[str, list[int]] = {}  # sound shard -> its records' lengths
     for name, digest in sorted(files.items()):
         path = fs.join(folder, name)
         if name not in names:
@@ -146,18 +151,37 @@ def _check_split(folder: str, split: str, *, files: dict[str, str], examples: in
         with fs.open_read(path) as handle:
             reader = _HashingReader(handle)
             if ".tfrecord-" in name:
+                shard_lengths: list[int] = []
                 try:
-                    for _ in read_records(reader, path):
-                        records += 1
+                    for record in read_records(reader, path):
+                        shard_lengths.append(len(record))
+                    lengths[name] = shard_lengths
                 except CorruptRecordError as err:
                     problems.append(str(err))
+                records += len(shard_lengths)
             while reader.read(1 << 20):  # the rest of a file, or of a corrupt shard
                 pass
         if reader.sha256.hexdigest() != digest:
             problems.append(f"{path}: sha256 differs from the manifest")
+    for shard, shard_lengths in lengths.items():
+        if (index := index_for(shard)) in files and index in names:
+            problems += _check_index(fs.join(folder, index), shard_lengths)
     if records != examples:
         problems.append(f"{folder}: split {split} has {records} records, stats say {examples}")
     return problems
+
+
+def _check_index(path: str, lengths: list[int]) -> list[str]:
+    """Problems of a record index whose shard holds records of these lengths."""
+    offsets = offsets_from_lengths(lengths)
+    try:
+        indexed = read_index(path, int(offsets[-1]))
+    except RecordIndexError as err:
+        return [str(err)]
+    if not np.array_equal(indexed, offsets):
+        return [f"{path}: the record offsets differ from its shard's; rebuild it with p3data "
+                "index"]
+    return []
 
 
 class _HashingReader:

@@ -3,7 +3,9 @@
 seqio cache:  <root>/<task>/{<split>.tfrecord-SSSSS-of-NNNNN, info.<split>.json,
               stats.<split>.json, COMPLETED}
 P3 layout:    <root>/data/<task>/... with one shard per split, plus <root>/data_split_sizes.csv
-p3data adds   <task>/manifest.json beside seqio's files; while building, <root>/.p3data-work/
+p3data adds   <task>/manifest.json and <task>/index.<split>-SSSSS-of-NNNNN.npy (each shard's
+              record offsets, a name seqio's `<split>.tfrecord-*-of-*N` never matches) beside
+              seqio's files; while building, <root>/.p3data-work/
               and the lock <root>/.p3data-lock. Files are written under temporary names
               `.p3data-tmp-<uuid>-<name>` (hidden: no seqio pattern matches them) and renamed.
 """

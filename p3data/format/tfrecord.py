@@ -17,15 +17,15 @@ from p3data.errors import P3DataError
 _MASK_DELTA = 0xA282EAD8
 
 
-def _masked_crc(data: bytes) -> int:
+def masked_crc(data: bytes) -> int:
     crc = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
 def frame(record: bytes) -> bytes:
     length = struct.pack("<Q", len(record))
-    return (length + struct.pack("<I", _masked_crc(length)) + record
-            + struct.pack("<I", _masked_crc(record)))
+    return (length + struct.pack("<I", masked_crc(length)) + record
+            + struct.pack("<I", masked_crc(record)))
 
 
 def write_records(handle: BinaryIO, records: Iterable[bytes]) -> int:
@@ -59,12 +59,12 @@ def _frames(handle: BinaryIO, name: str, verify: bool) -> Iterator[bytes]:
         if len(header) < 12:
             raise CorruptRecordError(f"{name}: record {number} header is truncated")
         (length,) = struct.unpack("<Q", header[:8])
-        if verify and struct.unpack("<I", header[8:])[0] != _masked_crc(header[:8]):
+        if verify and struct.unpack("<I", header[8:])[0] != masked_crc(header[:8]):
             raise CorruptRecordError(f"{name}: record {number} length fails its CRC")
         body = handle.read(length + 4)
         if len(body) < length + 4:
             raise CorruptRecordError(f"{name}: record {number} is truncated")
-        if verify and struct.unpack("<I", body[-4:])[0] != _masked_crc(body[:-4]):
+        if verify and struct.unpack("<I", body[-4:])[0] != masked_crc(body[:-4]):
             raise CorruptRecordError(f"{name}: record {number} payload fails its CRC")
         number += 1
         yield header + body

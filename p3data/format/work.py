@@ -5,8 +5,10 @@ typed records. The stages write these and the driver reads them; nothing else do
     <task>/<split>/part-NNNNN.tfrecord   stage 1's records for a task split and source shard
     <task>/<split>/part-NNNNN.json  PartMeta: written after the records, so a meta with the
                                     right fingerprint means the part is complete
-    <task>/<split>/pieces/part-NNNNN-shard-SSSSS.tfrecord   stage 2's records of one part
-                                    for one output shard (removed once the split is done)
+    <task>/<split>/dealt/dealt-NNNNN.tfrecord   stage 2's output records of part NNNNN,
+                                    grouped by output shard (removed once the split is done)
+    <task>/<split>/dealt/dealt-NNNNN.json       DealtPart: where each output shard's records
+                                    are in it, and their lengths (written after the records)
     <task>/<split>.summary.json     SplitSummary: stage 2's result for a task split
     assembled/<task>/<split>.json   stage 2 has handled a task split (progress)
     status/<task>.json              TaskStatus: the last stage's verdict on a task
@@ -53,11 +55,11 @@ class WorkDir:
     def part(self, task: str, split: str, index: int, suffix: str) -> str:
         return fs.join(self.root, task, split, f"part-{index:05d}{suffix}")
 
-    def pieces(self, task: str, split: str) -> str:
-        return fs.join(self.root, task, split, "pieces")
+    def dealt_parts(self, task: str, split: str) -> str:
+        return fs.join(self.root, task, split, "dealt")
 
-    def piece(self, task: str, split: str, part: int, shard: int) -> str:
-        return fs.join(self.pieces(task, split), f"part-{part:05d}-shard-{shard:05d}.tfrecord")
+    def dealt(self, task: str, split: str, part: int, suffix: str) -> str:
+        return fs.join(self.dealt_parts(task, split), f"dealt-{part:05d}{suffix}")
 
     def split_summary(self, task: str, split: str) -> str:
         return fs.join(self.root, task, f"{split}.summary.json")
@@ -113,6 +115,16 @@ class PartMeta:
         self.targets_tokens += n_out
         self.inputs_max_tokens = max(self.inputs_max_tokens, n_in)
         self.targets_max_tokens = max(self.targets_max_tokens, n_out)
+
+
+@dataclass(frozen=True)
+class DealtPart:
+    """Where a part's records for each output shard are, in the file it was dealt into (or,
+    when it is copied whole, in the part itself): shard k's are bytes starts[k]:starts[k + 1],
+    records of payload lengths lengths[k], so a shard's index needs no rescanning."""
+
+    starts: list[int]
+    lengths: list[list[int]]
 
 
 @dataclass(frozen=True)

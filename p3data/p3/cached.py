@@ -1,4 +1,5 @@
-"""The complete tasks of a p3data cache as their manifests record them, and their examples.
+"""The complete tasks of a p3data cache as their manifests record them, and their examples,
+read by `p3data.read` (the one home for reading a cache).
 
 Both sides of a comparison with P3 are read here, and every example comes out in one form
 whatever it was read from: a serialized `tf.train.Example` (a parquet row is serialized as
@@ -13,7 +14,6 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from p3data import fs
-from p3data.cache.verify import scan
 from p3data.errors import P3DataError
 from p3data.format import layout
 from p3data.format.example import (
@@ -24,21 +24,25 @@ from p3data.format.example import (
     fields,
     varint,
 )
-from p3data.format.manifest import Manifest, ManifestError, read_manifest
-from p3data.format.tfrecord import read_records
+from p3data.format.manifest import Manifest, ManifestError
+from p3data.read.reader import CacheReader, open_cache, shard_records
 
 
 @dataclass(frozen=True)
 class CachedTask:
-    """A complete task folder, and its manifest."""
+    """A complete task of a cache, and its manifest."""
 
-    folder: str
+    cache: CacheReader
+    name: str
     manifest: Manifest
+
+    @property
+    def folder(self) -> str:
+        return self.cache.folder(self.name)
 
     def shards(self, split: str) -> list[str]:
         """The split's shards in order (`-00000-of-N` first), as the manifest lists them."""
-        files = self.manifest.splits[split].files
-        return [fs.join(self.folder, name) for name in sorted(files) if ".tfrecord-" in name]
+        return self.cache.split(self.name, split).shards
 
 
 @dataclass(frozen=True)
@@ -49,30 +53,27 @@ class CachedTasks:
 
 def cached_tasks(root: str) -> CachedTasks:
     """Every complete task of the cache at `root` (unfinished folders are not data yet)."""
+    if not fs.exists(root):
+        raise P3DataError(f"{root}: no such cache folder; give the folder p3data cache wrote")
+    cache = open_cache(root)
     tasks: dict[str, CachedTask] = {}
     unreadable = []
-    for folder, names in scan(root).folders.items():
-        if layout.COMPLETED not in names:
-            continue
+    for name in cache.tasks:
         try:
-            manifest = read_manifest(folder)
+            manifest = cache.manifest(name)
         except ManifestError as err:
             unreadable.append(str(err))
             continue
-        tasks.setdefault(manifest.task, CachedTask(folder, manifest))
-    if not tasks and not unreadable:
-        if not fs.exists(root):
-            raise P3DataError(f"{root}: no such cache folder; give the folder p3data cache wrote")
-        raise P3DataError(f"{root}: holds no complete task folder; build one with p3data cache "
-                          f"--output-dir {root}")
+        if manifest is None:
+            unreadable.append(f"{fs.join(cache.folder(name), layout.MANIFEST)}: missing")
+            continue
+        tasks.setdefault(manifest.task, CachedTask(cache, name, manifest))
     return CachedTasks(tasks, unreadable)
 
 
 def records(paths: Iterable[str]) -> Iterator[bytes]:
     """The serialized examples of TFRecord shards, in order, streamed."""
-    for path in paths:
-        with open_data(path) as handle:
-            yield from read_records(handle, path)
+    return shard_records(list(paths))
 
 
 def row_record(row: Mapping[str, object]) -> bytes:

@@ -26,7 +26,6 @@ from p3data.format.tfrecord import CorruptRecordError, read_records
 from p3data.quality.validate import Lengths
 from p3data.templates.render import RENDER_ERROR
 
-RATE_SPLIT = "train"  # the split whose examples rate a task, as in seqio's mixing_rate_num_examples
 _INPUTS, _TARGETS = INPUTS.encode(), TARGETS.encode()
 
 
@@ -242,7 +241,7 @@ def mixture_shares(definitions: t0.T0Definitions,
     cached = {task.task: task for task in tasks}
     shares = []
     for mixture in definitions.mixtures.values():
-        rates = {name: mixture.rate(definitions.tasks[name], cached[name].examples(RATE_SPLIT))
+        rates = {name: mixture.rate(definitions.tasks[name], cached[name].examples(t0.RATE_SPLIT))
                  for name in mixture.tasks if name in cached}
         if rates:
             shares.append(MixtureShare(mixture, rates))

@@ -1,0 +1,118 @@
+"""`p3data export`: a cache as parquet (or JSON lines) laid out as P3 is on the Hub.
+
+    p3data export CACHE --out DIR [--format parquet|jsonl] [--mixture NAME] [--tasks REGEX]
+
+Writes DIR/<task>/<split>-NNNNN-of-MMMMM.parquet for every task of the cache (or of the
+mixtures and task patterns given) and, last, the dataset card DIR/README.md, so that
+`datasets.load_dataset("DIR", "<task>")` and `load_dataset("parquet", data_dir="DIR/<task>")`
+load it. CACHE and DIR are folders or any fsspec URL (gs://, s3://). Examples are streamed:
+memory stays flat whatever the cache's size. A rerun skips the task splits already exported
+with the same settings from the same cache and redoes the rest; one task's failure does not
+stop the others; exit 1 if any failed. One run writes to DIR at a time (its lock
+DIR/.p3data-lock); --force takes over the lock of a run that is dead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from p3data.commands.options import cache_root, positive_int
+
+if TYPE_CHECKING:
+    from p3data.export import Outcome
+
+KINDS = ("exported", "already exported", "failed")
+
+
+class Progress:
+    """Examples written of those to write, on stderr (a terminal's: a log gets the summary
+    only); a task's examples not written (already exported, or failed) leave the total."""
+
+    def __init__(self, sizes: Mapping[str, int]):
+        from tqdm import tqdm
+
+        self.sizes, self.tasks = sizes, list(sizes)
+        self.bar = tqdm(total=sum(sizes.values()), unit=" examples", unit_scale=True,
+                        file=sys.stderr, disable=None, dynamic_ncols=True,
+                        desc=self.tasks[0] if self.tasks else None)
+        self.in_task = 0
+
+    def written(self, examples: int) -> None:
+        self.in_task += examples
+        self.bar.update(examples)
+
+    def finished(self, outcome: Outcome) -> None:
+        self.bar.total -= self.sizes[outcome.task] - self.in_task
+        self.in_task = 0
+        following = self.tasks.index(outcome.task) + 1
+        if following < len(self.tasks):
+            self.bar.set_description(self.tasks[following], refresh=False)
+        self.bar.refresh()
+
+
+def run(args: argparse.Namespace) -> int:
+    from p3data import export, fs
+    from p3data.read import open_cache
+
+    cache = open_cache(cache_root(args.cache))
+    tasks, lacking = export.select_tasks(cache.tasks, args.mixture, args.tasks)
+    if lacking:
+        print(f"[p3data export] the cache lacks {len(lacking):,} of the tasks asked for, e.g. "
+              f"{lacking[0]}: they are not exported", file=sys.stderr)
+    out = args.out.rstrip("/") or args.out
+    settings = export.Settings(args.format, examples_per_shard=args.examples_per_shard)
+    progress = Progress({task: sum(len(cache.split(task, split)) for split in cache.splits(task))
+                         for task in tasks})
+    with progress.bar:
+        outcomes = export.export(cache, tasks, out, settings=settings, force=args.force,
+                                 on_task=progress.finished, on_examples=progress.written)
+    print(summary(outcomes, fs.join(fs.canonical(out), export.CARD)))
+    return 1 if any(o.status == "failed" for o in outcomes) else 0
+
+
+def summary(outcomes: Sequence[Outcome], card: str) -> str:
+    """Per task: splits, examples, files and bytes written (or held); one line per failure."""
+    from p3data.tables import text_table
+
+    rows, totals = [], [0, 0, 0, 0]
+    for outcome in outcomes:
+        record = outcome.record
+        counts = [len(record.splits), sum(s.examples for s in record.splits.values()),
+                  len(record.files), sum(record.files.values())] if record else [None] * 4
+        if record:
+            totals = [a + b for a, b in zip(totals, counts, strict=True)]
+        rows.append([outcome.task, *counts, outcome.status])
+    rows.append([f"TOTAL ({len(outcomes)} tasks)", *totals, ""])
+    kinds = Counter(o.status for o in outcomes)
+    lines = [text_table(["task", "splits", "examples", "files", "bytes", "status"], rows)]
+    lines += [f"FAILED {o.task}: {o.reason}" for o in outcomes if o.status == "failed"]
+    lines.append(", ".join(f"{kinds[kind]} {kind}" for kind in KINDS) + f"; card {card}")
+    return "\n".join(lines)
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    from p3data.export import DEFAULT_EXAMPLES_PER_SHARD, FORMATS
+
+    parser = commands.add_parser(
+        "export", help="write a cache as parquet or JSON lines with a dataset card",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cache", metavar="CACHE", help="the cache root (local or gs://)")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="the folder to write (local or any fsspec URL)")
+    parser.add_argument("--format", choices=FORMATS, default="parquet",
+                        help="file format (default: parquet)")
+    parser.add_argument("--mixture", action="append", default=[], metavar="NAME",
+                        help="export this mixture's tasks (repeatable), e.g. t0_train")
+    parser.add_argument("--tasks", action="append", default=[], metavar="REGEX",
+                        help="export tasks whose full name matches (repeatable)")
+    parser.add_argument("--examples-per-shard", type=positive_int,
+                        default=DEFAULT_EXAMPLES_PER_SHARD, metavar="N",
+                        help="at most N examples per file "
+                             f"(default {DEFAULT_EXAMPLES_PER_SHARD:,})")
+    parser.add_argument("--force", action="store_true",
+                        help="take over DIR's lock from a run that is dead")
+    parser.set_defaults(run=run)

@@ -1,0 +1,95 @@
+"""Record indexes for a cache built without them: stock `seqio_cache_tasks` output, P3's
+folders, or a cache an older p3data wrote (whose manifests then list the new files too).
+
+Resumable: a shard whose index is there and describes it is skipped; each index is written
+atomically, and a task's manifest is rewritten (atomically) once all its indexes are there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from typing import TextIO
+
+from p3data import fs
+from p3data.cache.lock import output_lock
+from p3data.cache.progress import duration
+from p3data.format.index import (
+    RecordIndexError,
+    index_bytes,
+    index_for,
+    read_index,
+    scan_offsets,
+)
+from p3data.format.manifest import write_manifest
+from p3data.read.reader import open_cache
+
+
+@dataclass
+class IndexResult:
+    tasks: int = 0
+    shards: int = 0
+    written: int = 0  # indexes written (the others were there)
+    records: int = 0  # in the shards indexed by this run
+    manifests: list[str] = field(default_factory=list)  # tasks whose manifest now lists them
+
+    def summary(self) -> str:
+        updated = f"; {len(self.manifests)} manifests updated" if self.manifests else ""
+        return (f"{self.tasks} tasks, {self.shards:,} shards: {self.written:,} indexes written "
+                f"({self.records:,} records), {self.shards - self.written:,} already there"
+                f"{updated}")
+
+
+def index_cache(root: str, *, force: bool = False, progress_every: float = 10.0,
+                out: TextIO = sys.stderr) -> IndexResult:
+    """Write every missing record index of the cache at `root` (holding its lock)."""
+    with output_lock(root, force=force, command="p3data index " + root):
+        cache = open_cache(root)
+        result = IndexResult(tasks=len(cache.tasks))
+        start = last = time.monotonic()
+        for task in cache.tasks:
+            indexes: dict[str, dict[str, str]] = {}  # split -> index name -> sha256
+            for split in cache.splits(task):
+                indexes[split] = {}
+                for shard in cache.split(task, split).shards:
+                    name, data = _index(shard, result)
+                    indexes[split][name] = hashlib.sha256(data).hexdigest()
+                    if time.monotonic() - last >= progress_every:
+                        last = time.monotonic()
+                        print(f"[p3data index] {result.shards:,} shards · {result.written:,} "
+                              f"indexed · task {task} · elapsed {duration(last - start)}",
+                              file=out, flush=True)
+            if _list_in_manifest(cache.folder(task), cache.manifest(task), indexes):
+                result.manifests.append(task)
+        return result
+
+
+def _index(shard: str, result: IndexResult) -> tuple[str, bytes]:
+    """The shard's index (written unless it is there already): its name and bytes."""
+    path, size = index_for(shard), fs.size(shard)
+    result.shards += 1
+    if fs.exists(path):
+        try:
+            return fs.name_of(path), index_bytes(read_index(path, size))
+        except RecordIndexError:
+            pass  # stale or damaged: written again
+    offsets = scan_offsets(shard, size)
+    data = index_bytes(offsets)
+    fs.write_bytes(path, data)
+    result.written += 1
+    result.records += len(offsets) - 1
+    return fs.name_of(path), data
+
+
+def _list_in_manifest(folder: str, manifest, indexes: dict[str, dict[str, str]]) -> bool:
+    """Add the indexes to the task's manifest, if it has one that does not list them yet."""
+    if manifest is None or all(manifest.splits[split].files.get(name) == digest
+                               for split, named in indexes.items()
+                               for name, digest in named.items()):
+        return False
+    splits = {split: replace(record, files={**record.files, **indexes.get(split, {})})
+              for split, record in manifest.splits.items()}
+    write_manifest(folder, replace(manifest, splits=splits))
+    return True

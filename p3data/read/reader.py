@@ -1,0 +1,394 @@
+"""Reading a cache without TensorFlow: its complete tasks, their splits, and their examples as
+numpy arrays and strings, in order or by number.
+
+Reads p3data caches (manifest.json: its format version is checked, its files are the shards),
+caches written by stock `seqio_cache_tasks`, and P3's `data/<task>/` folders (no manifest: the
+shards are found as seqio finds them, `<split>.tfrecord-*-of-*<num_shards>`). Only folders
+holding COMPLETED are read, as seqio does. Every record's CRCs are checked: a corrupt or
+truncated record is an error naming its file and byte offset, never skipped.
+
+Examples come shard after shard, each shard's in file order; `shard=(k, n)` reads output shards
+k, k + n, ... (one data-parallel host's share, as seqio's `ShardInfo`). Random access uses the
+record index (`p3data.format.index`) where the cache has one, else finds the records' offsets
+by reading their headers, once per shard.
+"""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+import posixpath
+import struct
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import numpy as np
+from fsspec import AbstractFileSystem
+
+from p3data import fs
+from p3data.cache.verify import scan
+from p3data.errors import NotFoundError, P3DataError
+from p3data.format import layout
+from p3data.format.example import ExampleDecodeError, ExampleDecoder, FeatureInfo
+from p3data.format.index import FRAMING, HEADER, index_for, read_index, scan_offsets
+from p3data.format.manifest import Manifest, read_manifest
+from p3data.format.tfrecord import CorruptRecordError, masked_crc
+
+Example = dict[str, Any]
+
+BLOCK = 8 << 20  # bytes read at a time from a shard
+BATCH = 512  # records decoded at a time
+
+
+@dataclass(frozen=True)
+class _File:
+    path: str  # as the user spelled the cache, protocol included
+    local: str  # as its filesystem spells it
+    size: int
+    filesystem: AbstractFileSystem
+
+    @classmethod
+    def at(cls, path: str) -> _File:
+        filesystem, local = fs.resolve(path)
+        try:
+            return cls(path, local, filesystem.size(local), filesystem)
+        except FileNotFoundError:
+            raise P3DataError(f"{path}: missing; check the folder (p3data verify checks a "
+                              "cache)") from None
+
+
+class TaskSplit(Sequence[Example]):
+    """One split of one complete task: its examples, in order (`iter`, `examples`) or by
+    number (`ts[i]`)."""
+
+    def __init__(self, *, task: str, split: str, folder: str, files: dict[str, _File],
+                 manifest: Manifest | None):
+        self.task, self.split, self.folder = task, split, folder
+        self._files, self._manifest = files, manifest
+        info = self._json(layout.info_name(split))
+        self._stats = self._json(layout.stats_name(split))
+        legacy = "seqio_version" not in info  # seqio reads such a cache's int64 as int32
+        self.features: dict[str, FeatureInfo] = {
+            name: FeatureInfo("int32" if legacy and spec["dtype"] == "int64" else spec["dtype"],
+                              tuple(spec["shape"]))
+            for name, spec in info.get("features", {}).items()}
+        self._shards = self._find_shards(info.get("num_shards"))
+        self._offsets: dict[int, np.ndarray] = {}
+        self._first_numbers: list[int] = []
+        self._all_features: ExampleDecoder | None = None
+
+    def _find_shards(self, num_shards: int | None) -> list[_File]:
+        if self._manifest is not None:
+            names = sorted(name for name in self._manifest.splits[self.split].files
+                           if ".tfrecord-" in name)
+            if missing := [name for name in names if name not in self._files]:
+                raise P3DataError(f"{fs.join(self.folder, missing[0])}: missing (listed in "
+                                  f"{layout.MANIFEST}); check the cache with p3data verify")
+        else:  # seqio's pattern
+            pattern = f"{self.split}.tfrecord-*-of-*{num_shards if num_shards else ''}"
+            names = sorted(fnmatch.filter(self._files, pattern))
+        return [self._files[name] for name in names]
+
+    def __repr__(self) -> str:
+        return f"TaskSplit({self.task!r}, {self.split!r}, {len(self)} examples)"
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without what it has loaded (offsets, the decoder): a worker process it is
+        sent to loads the indexes it needs itself."""
+        return {**self.__dict__, "_offsets": {}, "_first_numbers": [], "_all_features": None}
+
+    def __len__(self) -> int:
+        return self._stats.get("examples", 0)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """What `stats.<split>.json` holds: examples, and tokens per token feature."""
+        return dict(self._stats)
+
+    @property
+    def shards(self) -> list[str]:
+        """The output shards' paths, in order."""
+        return [shard.path for shard in self._shards]
+
+    def __iter__(self) -> Iterator[Example]:
+        return self.examples()
+
+    def examples(self, features: Sequence[str] | None = None, *,
+                 shard: tuple[int, int] | None = None, workers: int = 1) -> Iterator[Example]:
+        """The examples in order: shard after shard, or one host's shards `(index, count)`;
+        only `features` if given. `workers` threads read ahead; the order stays the same."""
+        decoder = self._decoder(features)
+        shards = self._shards
+        if shard is not None:
+            index, count = shard
+            if not 0 <= index < count <= len(shards):
+                raise P3DataError(f"{self.task}/{self.split}: cannot read shard {index} of "
+                                  f"{count}: the split has {len(shards)} output shards")
+            shards = shards[index::count]
+        return _examples(decoder, shards, workers)
+
+    def __getitem__(self, number: int) -> Example:  # type: ignore[override]
+        return _decode(self._decoder(None), [self._record(number)])[0]
+
+    def __getitems__(self, numbers: Sequence[int]) -> list[Example]:
+        """Several examples by number, decoded together (faster than one at a time): what
+        torch's DataLoader asks of a dataset that has this method."""
+        return _decode(self._decoder(None), [self._record(number) for number in numbers])
+
+    def _record(self, number: int) -> tuple[_File, int, bytes]:
+        """Example `number`'s record: (shard, byte offset, payload), its CRCs checked."""
+        if not isinstance(number, int | np.integer):
+            raise TypeError(f"examples are numbered by int, not {type(number).__name__}")
+        size = len(self)
+        if not -size <= number < size:
+            raise IndexError(f"{self.task}/{self.split}: example {number} of {size}")
+        number %= size
+        firsts = self._firsts()
+        shard_number = bisect.bisect_right(firsts, number) - 1
+        shard, offsets = self._shards[shard_number], self._offsets[shard_number]
+        record = number - firsts[shard_number]
+        start, end = int(offsets[record]), int(offsets[record + 1])
+        frames, used = _frames(shard.filesystem.cat_file(shard.local, start, end), shard, start,
+                               record)
+        if len(frames) != 1 or used != end - start:
+            raise CorruptRecordError(f"{shard.path}: record {record} does not end where its "
+                                     f"index says (it starts at byte {start}); rebuild the "
+                                     "index with p3data index")
+        return shard, start, frames[0][1]
+
+    def offsets(self, shard_number: int) -> np.ndarray:
+        """Shard `shard_number`'s record offsets (then its size): from its index, or found by
+        reading its records' headers (once)."""
+        if shard_number not in self._offsets:
+            shard = self._shards[shard_number]
+            index = self._files.get(index_for(fs.name_of(shard.path)))
+            self._offsets[shard_number] = (read_index(index.path, shard.size) if index
+                                           else scan_offsets(shard.path, shard.size))
+        return self._offsets[shard_number]
+
+    def _firsts(self) -> list[int]:
+        """The number of each shard's first example (checked against the stats)."""
+        if not self._first_numbers:
+            firsts = [0]
+            for number in range(len(self._shards)):
+                firsts.append(firsts[-1] + len(self.offsets(number)) - 1)
+            if firsts[-1] != len(self):
+                raise P3DataError(f"{self.folder}: split {self.split}: its shards hold "
+                                  f"{firsts[-1]} records, {layout.stats_name(self.split)} says "
+                                  f"{len(self)}; check the cache with p3data verify")
+            self._first_numbers = firsts[:-1]
+        return self._first_numbers
+
+    def _json(self, name: str) -> dict:
+        if name not in self._files:
+            raise P3DataError(f"{fs.join(self.folder, name)}: missing; seqio cannot read this "
+                              "split either")
+        path = self._files[name].path
+        try:
+            return msgspec.json.decode(fs.read_bytes(path))
+        except msgspec.DecodeError as err:
+            raise P3DataError(f"{path}: not valid JSON ({err})") from None
+
+    def _decoder(self, features: Sequence[str] | None) -> ExampleDecoder:
+        if features is None:
+            if self._all_features is None:
+                self._all_features = ExampleDecoder(self.features)
+            return self._all_features
+        if unknown := [name for name in features if name not in self.features]:
+            raise NotFoundError(f"{self.task}/{self.split}: no feature {unknown[0]!r}; it has "
+                                f"{', '.join(self.features)}")
+        return ExampleDecoder({name: self.features[name] for name in features})
+
+
+def _examples(decoder: ExampleDecoder, shards: list[_File], workers: int) -> Iterator[Example]:
+    batch: list[tuple[_File, int, bytes]] = []
+    for record in _records(shards, workers):
+        batch.append(record)
+        if len(batch) == BATCH:
+            yield from _decode(decoder, batch)
+            batch = []
+    yield from _decode(decoder, batch)
+
+
+def shard_records(paths: Sequence[str], *, workers: int = 1) -> Iterator[bytes]:
+    """The serialized examples of TFRecord shards, in order, CRCs checked."""
+    for _, _, payload in _records([_File.at(path) for path in paths], workers):
+        yield payload
+
+
+def _records(shards: list[_File], workers: int) -> Iterator[tuple[_File, int, bytes]]:
+    """(shard, byte offset, payload) of every record of `shards`, in order, CRCs checked."""
+    pending, base, number, current = b"", 0, 0, None
+    for shard, block in _blocks(shards, workers):
+        if shard is not current:
+            _check_ended(current, pending, base, number)
+            pending, base, number, current = b"", 0, 0, shard
+        data = pending + block if pending else block
+        frames, used = _frames(data, shard, base, number)
+        for offset, payload in frames:
+            yield shard, offset, payload
+        pending, base, number = data[used:], base + used, number + len(frames)
+    _check_ended(current, pending, base, number)
+
+
+def _check_ended(shard: _File | None, pending: bytes, base: int, number: int) -> None:
+    """A shard's bytes after its last whole record: a truncated record."""
+    if pending:
+        what = "header" if len(pending) < HEADER else "record"
+        raise CorruptRecordError(f"{shard.path}: record {number} is truncated (its {what} "
+                                 f"starts at byte {base}; {len(pending)} bytes are there)")
+
+
+def _blocks(shards: list[_File], workers: int) -> Iterator[tuple[_File, bytes]]:
+    """The shards' bytes, a block at a time, in order; `workers` threads read ahead."""
+    ranges = [(shard, start, min(start + BLOCK, shard.size))
+              for shard in shards for start in range(0, shard.size, BLOCK)]
+    if workers <= 1:
+        for shard, start, end in ranges:
+            yield shard, shard.filesystem.cat_file(shard.local, start, end)
+        return
+    with ThreadPoolExecutor(workers) as pool:
+        ahead: deque[tuple[_File, Future[bytes]]] = deque()
+        try:
+            for shard, start, end in ranges:
+                ahead.append((shard, pool.submit(shard.filesystem.cat_file, shard.local,
+                                                 start, end)))
+                if len(ahead) > workers:
+                    shard_read, future = ahead.popleft()
+                    yield shard_read, future.result()
+            while ahead:
+                shard_read, future = ahead.popleft()
+                yield shard_read, future.result()
+        finally:
+            for _, future in ahead:
+                future.cancel()
+
+
+def _frames(data: bytes, shard: _File, base: int,
+            number: int) -> tuple[list[tuple[int, bytes]], int]:
+    """The whole records at the start of `data` (byte `base` of `shard`, where its record
+    `number` starts) as (offset, payload), CRCs checked, and how many bytes they take."""
+    frames, position, size = [], 0, len(data)
+    while position + HEADER <= size:
+        length, crc = struct.unpack_from("<QI", data, position)
+        if crc != masked_crc(data[position:position + 8]):
+            raise CorruptRecordError(f"{shard.path}: record {number + len(frames)} length "
+                                     f"fails its CRC (it starts at byte {base + position})")
+        end = position + length + FRAMING
+        if end > size:
+            break
+        payload = data[position + HEADER:end - 4]
+        if struct.unpack_from("<I", data, end - 4)[0] != masked_crc(payload):
+            raise CorruptRecordError(f"{shard.path}: record {number + len(frames)} payload "
+                                     f"fails its CRC (it starts at byte {base + position})")
+        frames.append((base + position, payload))
+        position = end
+    return frames, position
+
+
+def _decode(decoder: ExampleDecoder, batch: list[tuple[_File, int, bytes]]) -> list[Example]:
+    try:
+        return decoder.decode([payload for _, _, payload in batch])
+    except ExampleDecodeError:
+        for shard, offset, payload in batch:  # find the record, to say where it is
+            try:
+                decoder.decode([payload])
+            except ExampleDecodeError as err:
+                raise ExampleDecodeError(f"{shard.path}: the record at byte {offset}: "
+                                         f"{err}") from None
+        raise
+
+
+class CacheReader:
+    """A cache's complete tasks (the folders holding COMPLETED) and their splits."""
+
+    def __init__(self, root: str):
+        self.root = fs.canonical(root.rstrip("/") or root)
+        self._fs, _ = fs.resolve(self.root)
+        folders = scan(self.root).folders
+        complete = [folder for folder, names in folders.items() if layout.COMPLETED in names]
+        if not complete:
+            raise _unreadable(self.root, folders)
+        self._folders = _task_names(self.root, complete)
+        self._listings: dict[str, tuple[dict[str, _File], Manifest | None]] = {}
+
+    def __repr__(self) -> str:
+        return f"CacheReader({self.root!r}, {len(self._folders)} tasks)"
+
+    @property
+    def tasks(self) -> list[str]:
+        """The complete tasks, sorted."""
+        return sorted(self._folders)
+
+    def folder(self, task: str) -> str:
+        if task not in self._folders:
+            raise NotFoundError(f"{self.root}: no complete task {task!r}" + _known(self.tasks))
+        return self._folders[task]
+
+    def manifest(self, task: str) -> Manifest | None:
+        """The task's manifest (None for a cache written by seqio, or P3's)."""
+        return self._listing(task)[1]
+
+    def splits(self, task: str) -> list[str]:
+        files, manifest = self._listing(task)
+        if manifest is not None:
+            return list(manifest.splits)
+        return sorted(name[len("info."):-len(".json")]
+                      for name in fnmatch.filter(files, layout.info_name("*")))
+
+    def split(self, task: str, split: str) -> TaskSplit:
+        files, manifest = self._listing(task)
+        if split not in self.splits(task):
+            raise NotFoundError(f"{self.folder(task)}: no split {split!r}"
+                                + _known(self.splits(task)))
+        return TaskSplit(task=task, split=split, folder=self.folder(task), files=files,
+                         manifest=manifest)
+
+    def _listing(self, task: str) -> tuple[dict[str, _File], Manifest | None]:
+        """The task folder's files (read once), and its manifest if it has one."""
+        if task not in self._listings:
+            folder = self.folder(task)
+            _, local = fs.resolve(folder)
+            files = {posixpath.basename(entry["name"]): entry
+                     for entry in self._fs.ls(local, detail=True) if entry["type"] == "file"}
+            listing = {name: _File(fs.join(folder, name), entry["name"], entry["size"], self._fs)
+                       for name, entry in files.items()}
+            manifest = read_manifest(folder) if layout.MANIFEST in listing else None
+            self._listings[task] = listing, manifest
+        return self._listings[task]
+
+
+def _task_names(root: str, folders: list[str]) -> dict[str, str]:
+    """Task name -> folder: seqio's `:` levels below the root, or P3's `data/<task>`."""
+    relative = {folder: folder[len(root) + 1:] for folder in folders}
+    if all(path.startswith("data/") and path.count("/") == 1 for path in relative.values()):
+        relative = {folder: path[len("data/"):] for folder, path in relative.items()}
+    return {(path.replace("/", ":") or fs.name_of(folder)): folder
+            for folder, path in relative.items()}
+
+
+def _known(names: list[str]) -> str:
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return f"; it has {shown}" if names else ""
+
+
+def _unreadable(root: str, folders: dict[str, list[str]]) -> P3DataError:
+    if not fs.exists(root):
+        return P3DataError(f"{root}: no such cache folder")
+    if folders:
+        first = next(iter(folders))
+        return P3DataError(f"{first}: no {layout.COMPLETED}, so not a complete task (a run is "
+                           f"writing it or crashed; seqio would not read it either)"
+                           + (f"; and {len(folders) - 1} more such folders"
+                              if len(folders) > 1 else ""))
+    return P3DataError(f"{root}: holds no task folder (no {layout.COMPLETED}, info or shards, "
+                       "in seqio's or P3's layout)")
+
+
+def open_cache(root: str) -> CacheReader:
+    """The cache at `root`: a local path or any fsspec URL (gs://, memory://, file://)."""
+    return CacheReader(root)

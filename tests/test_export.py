@@ -1,0 +1,230 @@
+"""`p3data export`: P3's Hub layout read back by `datasets` exactly as p3data's reader reads the
+cache (parquet and JSON lines, both ways of loading, unusual and empty splits), typed columns,
+the card's sizes, shards and row groups, resuming after a failure, and `--mixture`."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from helpers.cache import run_cache, tree
+from helpers.templates import template_entry, write_templates
+
+from p3data import export
+from p3data.cache.lock import output_lock
+from p3data.cli import main
+from p3data.read import open_cache
+
+# A task with answer choices, its score-eval twin, one with an unusual split name
+# (`unsupervised`), and one whose test split is empty (every test row has label -1).
+TASKS = ["super_glue_copa_exercise", "super_glue_copa_exercise_score_eval",
+         "imdb_Movie_Expressed_Sentiment", "super_glue_copa_labelled"]
+LABELLED = template_entry(
+    "labelled-1", "labelled",
+    "{% if label != -1 %}{{ premise }} ||| {{ answer_choices[label] }}{% endif %}",
+    "{{ choice1 }} ||| {{ choice2 }}", original_task=False)
+SCHEMA = {"inputs": pa.list_(pa.int32()), "targets": pa.list_(pa.int32()),
+          "inputs_pretokenized": pa.string(), "targets_pretokenized": pa.string()}
+CHOICES = {"answer_choices": pa.list_(pa.string())}
+TWIN = {"idx": pa.list_(pa.int32()), "is_correct": pa.bool_(), "weight": pa.float32()}
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("export")
+    write_templates(root / "templates", "super_glue", "copa", LABELLED)
+    run_cache(root / "cache", "--tasks", "|".join(TASKS),
+              env={"P3DATA_TEMPLATE_DIRS": str(root / "templates")})
+    return root / "cache"
+
+
+@pytest.fixture(scope="module")
+def parquet_dir(cache, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("parquet")
+    assert main(["export", str(cache), "--out", str(out)]) == 0
+    return out
+
+
+def reader_examples(cache: Path, task: str, split: str) -> list[dict]:
+    return list(open_cache(str(cache)).split(task, split).examples())
+
+
+def assert_same_rows(rows, examples: list[dict]) -> None:
+    """`datasets` rows equal the reader's examples, in order, feature by feature."""
+    rows = list(rows)
+    assert len(rows) == len(examples)
+    for row, example in zip(rows, examples, strict=True):
+        assert row.keys() == example.keys()
+        for name, value in example.items():
+            expected = value.tolist() if isinstance(value, np.ndarray | np.generic) else value
+            assert row[name] == expected, name
+
+
+def load(*args, tmp_path: Path, **kwargs):
+    import datasets
+
+    return datasets.load_dataset(*args, cache_dir=str(tmp_path / "hf"), **kwargs)
+
+
+def test_datasets_loads_what_the_reader_reads(cache, parquet_dir, tmp_path):
+    reader = open_cache(str(cache))
+    for task in TASKS:
+        splits = reader.splits(task)
+        by_card = load(str(parquet_dir), task, tmp_path=tmp_path)
+        assert set(by_card) == {split for split in splits if len(reader.split(task, split))}
+        by_folder = load("parquet", data_dir=str(parquet_dir / task), tmp_path=tmp_path)
+        for split in splits:
+            examples = reader_examples(cache, task, split)
+            if examples:
+                assert_same_rows(by_card[split], examples)
+            if split in by_folder:  # `datasets` names a folder's splits by keyword only
+                assert_same_rows(by_folder[split], examples)
+    assert "unsupervised" in load(str(parquet_dir), "imdb_Movie_Expressed_Sentiment",
+                                  tmp_path=tmp_path)
+    # an empty split has no file, as in P3 (`datasets` fails on a split without rows)
+    assert len(reader.split("super_glue_copa_labelled", "test")) == 0
+    assert not list((parquet_dir / "super_glue_copa_labelled").glob("test-*"))
+
+
+def test_columns_are_typed_from_the_info_files(parquet_dir):
+    expected = {"super_glue_copa_exercise": SCHEMA | CHOICES,
+                "super_glue_copa_exercise_score_eval": SCHEMA | TWIN,
+                "super_glue_copa_labelled": SCHEMA | CHOICES}
+    for task, types in expected.items():
+        for path in (parquet_dir / task).glob("*.parquet"):
+            schema = pq.read_schema(path)
+            assert dict(zip(schema.names, schema.types, strict=True)) == types, path
+            assert schema.names == sorted(types)  # P3's column order on the Hub
+
+
+def test_card_sizes_are_the_caches_stats(cache, parquet_dir):
+    text = (parquet_dir / "README.md").read_text()
+    header = yaml.safe_load(text.split("---\n")[1])
+    assert [c["config_name"] for c in header["configs"]] == sorted(TASKS)
+    for info in header["dataset_info"]:
+        folder = cache / info["config_name"]
+        stats = {p.name[len("stats."):-len(".json")]: json.loads(p.read_text())["examples"]
+                 for p in folder.glob("stats.*.json")}
+        assert {s["name"]: s["num_examples"] for s in info["splits"]} == {
+            split: examples for split, examples in stats.items() if examples}
+        assert info["download_size"] == sum(
+            p.stat().st_size for p in (parquet_dir / info["config_name"]).glob("*.parquet"))
+
+
+def test_jsonl_round_trip(cache, tmp_path):
+    out = tmp_path / "jsonl"
+    assert main(["export", str(cache), "--out", str(out), "--format", "jsonl",
+                 "--tasks", "super_glue_copa_exercise_score_eval|imdb.*"]) == 0
+    for task in ("super_glue_copa_exercise_score_eval", "imdb_Movie_Expressed_Sentiment"):
+        by_card = load(str(out), task, tmp_path=tmp_path)
+        by_folder = load("json", data_dir=str(out / task), tmp_path=tmp_path)
+        for split in open_cache(str(cache)).splits(task):
+            examples = reader_examples(cache, task, split)
+            assert_same_rows(by_card[split], examples)
+            if split in by_folder:
+                assert_same_rows(by_folder[split], examples)
+    twin = load(str(out), "super_glue_copa_exercise_score_eval", split="train", tmp_path=tmp_path)
+    assert twin.features["weight"].dtype == "float32"  # typed by the card, not inferred
+
+
+def test_shards_and_row_groups_are_bounded(cache, tmp_path):
+    task = "super_glue_copa_exercise_score_eval"
+    settings = export.Settings("parquet", examples_per_shard=8, row_group_examples=3)
+    outcomes = export.export(open_cache(str(cache)), [task], str(tmp_path), settings=settings)
+    assert [o.status for o in outcomes] == ["exported"]
+    examples = reader_examples(cache, task, "train")
+    files = sorted((tmp_path / task).glob("train-*.parquet"))
+    count = -(-len(examples) // 8)
+    assert [f.name for f in files] == [f"train-{i:05d}-of-{count:05d}.parquet"
+                                       for i in range(count)]
+    for path in files:
+        metadata = pq.ParquetFile(path).metadata
+        assert metadata.num_rows <= 8
+        assert all(metadata.row_group(i).num_rows <= 3 for i in range(metadata.num_row_groups))
+    assert_same_rows(load(str(tmp_path), task, split="train", tmp_path=tmp_path), examples)
+
+
+def test_resume_after_a_failure_redoes_only_what_failed(cache, parquet_dir, tmp_path, capsys):
+    source = tmp_path / "cache"
+    shutil.copytree(cache, source)
+    shard = source / "super_glue_copa_exercise" / "test.tfrecord-00000-of-00001"
+    intact = shard.read_bytes()
+    shard.write_bytes(intact[:40] + bytes([intact[40] ^ 0xFF]) + intact[41:])
+    out = tmp_path / "out"
+
+    assert main(["export", str(source), "--out", str(out)]) == 1
+    printed = capsys.readouterr().out
+    failure = [line for line in printed.splitlines() if line.startswith("FAILED")]
+    assert len(failure) == 1 and "super_glue_copa_exercise:" in failure[0]
+    assert re.search(rf"{re.escape(str(shard))}: .*byte \d+", failure[0])  # file, offset
+    card = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
+    assert "super_glue_copa_exercise" not in [c["config_name"] for c in card["configs"]]
+    assert not list(out.rglob(".p3data-tmp-*"))
+    before = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.rglob("*.parquet")}
+    failed = out / "super_glue_copa_exercise"
+    assert failed / "train-00000-of-00001.parquet" in before  # written before the failure
+    assert not (failed / "test-00000-of-00001.parquet").exists()
+
+    shard.write_bytes(intact)
+    assert main(["export", str(source), "--out", str(out)]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert {task: lines[task].endswith("already exported") for task in TASKS} == {
+        task: task != "super_glue_copa_exercise" for task in TASKS}
+    after = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.rglob("*.parquet")}
+    assert all(after[p] == before[p] for p in before)  # nothing done was written again
+    assert tree(out) == tree(parquet_dir)
+
+
+def test_mixtures_select_their_tasks_present(cache, tmp_path):
+    from p3data import t0
+
+    mixtures = t0.load_definitions().mixtures
+    names = ("t0_train", "t0_eval_score_eval")
+    wanted = sorted({t for m in names for t in mixtures[m].tasks} & set(TASKS))
+    assert 0 < len(wanted) < len(TASKS)
+    out = tmp_path / "out"
+    assert main(["export", str(cache), "--out", str(out), "--mixture", names[0],
+                 "--mixture", names[1]]) == 0
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == wanted
+    card = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
+    assert [c["config_name"] for c in card["configs"]] == wanted
+
+
+def test_other_settings_export_anew_and_leave_no_stale_files(cache, tmp_path):
+    task = "super_glue_copa_exercise"
+    out = tmp_path / "out"
+    assert main(["export", str(cache), "--out", str(out), "--tasks", task]) == 0
+    assert main(["export", str(cache), "--out", str(out), "--tasks", task,
+                 "--examples-per-shard", "4"]) == 0
+    count = -(-len(reader_examples(cache, task, "train")) // 4)
+    assert sorted(p.name for p in (out / task).glob("train-*")) == [
+        f"train-{i:05d}-of-{count:05d}.parquet" for i in range(count)]
+    # one card loads one format
+    assert main(["export", str(cache), "--out", str(out), "--format", "jsonl",
+                 "--tasks", "imdb.*"]) == 2
+
+
+def test_a_held_lock_is_one_line(cache, tmp_path, capsys):
+    with output_lock(str(tmp_path), command="p3data export elsewhere"):
+        assert main(["export", str(cache), "--out", str(tmp_path)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "p3data export elsewhere" in error and "(--force)" in error
+
+
+def test_export_imports_neither_tensorflow_nor_seqio(cache, tmp_path):
+    code = ("import sys; from p3data.cli import main; "
+            f"assert main(['export', {str(cache)!r}, '--out', {str(tmp_path)!r}, "
+            "'--tasks', 'imdb.*']) == 0; "
+            "print([m for m in ('tensorflow', 'seqio', 'apache_beam') if m in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, timeout=300)
+    assert result.stdout.splitlines()[-1] == "[]"
