@@ -44,6 +44,7 @@ demo: install
 	$(VENV)/bin/p3data report $(DEMO_DIR)/t0_train --out $(DEMO_DIR)/report.html
 
 bench: install
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[bench]'
 	$(PY) benchmarks/render.py
 	$(PY) benchmarks/import_time.py
 	$(PY) benchmarks/cache_vs_stock.py

@@ -86,37 +86,38 @@ def rendered_texts(mirror: Path, datasets: list[DatasetKey]) -> list[str]:
     return texts
 
 
-def floor_rate(texts: list[str]) -> float:
+def floor_rate(texts: list[str], vocab: Path = SAMPLE_VOCAB) -> float:
     """Examples per CPU-second of SentencePiece batch encoding alone (one thread)."""
-    processor = spm.SentencePieceProcessor(
-        model_proto=with_extra_ids(SAMPLE_VOCAB.read_bytes(), 100))
+    processor = spm.SentencePieceProcessor(model_proto=with_extra_ids(vocab.read_bytes(), 100))
     start = time.process_time()
     for i in range(0, len(texts), 1024):
         processor.encode(texts[i:i + 1024], num_threads=1)
     return (len(texts) / 2) / (time.process_time() - start)
 
 
-def environment(mirror: Path) -> dict[str, str]:
-    return {**os.environ, "P3DATA_VOCAB": str(SAMPLE_VOCAB), "P3DATA_BENCH_MIRROR": str(mirror),
+def environment(mirror: Path, vocab: Path) -> dict[str, str]:
+    return {**os.environ, "P3DATA_VOCAB": str(vocab), "P3DATA_BENCH_MIRROR": str(mirror),
             "PYTHONPATH": str(Path(__file__).parent), "CUDA_VISIBLE_DEVICES": ""}
 
 
-def ours_rate(bench: BenchSet, mirror: Path, work: Path, *, workers: int = 1) -> float:
+def ours_rate(bench: BenchSet, mirror: Path, work: Path, *, workers: int = 1,
+              vocab: Path = SAMPLE_VOCAB) -> float:
     """`p3data cache` on the set: prints and returns examples per CPU-second."""
     out = work / "p3data-cache"
     shutil.rmtree(out, ignore_errors=True)
     beam = ([f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"]
             if workers > 1 else [])
     wall, cpu, peak = measure([str(BIN / "p3data"), "cache", "--data-dir", str(mirror),
-                               "--vocab", str(SAMPLE_VOCAB), "--tasks", bench.tasks, "--splits",
-                               "train", "--output-dir", str(out), *beam], environment(mirror))
+                               "--vocab", str(vocab), "--tasks", bench.tasks, "--splits",
+                               "train", "--output-dir", str(out), *beam],
+                              environment(mirror, vocab))
     examples = count_examples(out)
     print(f"p3data cache, {workers} worker(s): {examples:,} examples, {wall:7.1f} s wall, "
           f"{cpu:7.1f} CPU-s, {examples / cpu:8,.0f} examples/CPU-s, peak {peak / 2**30:.2f} GiB")
     return examples / cpu
 
 
-def stock_rate(bench: BenchSet, mirror: Path, work: Path) -> float:
+def stock_rate(bench: BenchSet, mirror: Path, work: Path, *, vocab: Path = SAMPLE_VOCAB) -> float:
     """Stock `seqio_cache_tasks` on the same tasks defined as T0 did: examples per CPU-second."""
     out = work / "stock-cache"
     shutil.rmtree(out, ignore_errors=True)
@@ -124,7 +125,8 @@ def stock_rate(bench: BenchSet, mirror: Path, work: Path) -> float:
                                f"--module_import={bench.stock_module}",
                                f"--tasks=t0style_(?:{bench.tasks})",
                                f"--output_cache_dir={out}", "--min_shards=1",
-                               "--pipeline_options=--runner=DirectRunner"], environment(mirror))
+                               "--pipeline_options=--runner=DirectRunner"],
+                              environment(mirror, vocab))
     examples = count_examples(out)
     print(f"stock seqio:       {examples:,} examples, {wall:7.1f} s wall, {cpu:7.1f} CPU-s, "
           f"{examples / cpu:8,.0f} examples/CPU-s, peak {peak / 2**30:.2f} GiB")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import psutil
 
 from p3data.dataset_key import DatasetKey
@@ -18,9 +20,23 @@ DATASETS = [DatasetKey("app_reviews"), DatasetKey("dbpedia_14"), DatasetKey("web
 LONG_DATASETS = [DatasetKey("imdb"), DatasetKey("cnn_dailymail", "3.0.0")]
 
 
-def write_mirror(root: Path, datasets, rows: int, *, split: str = "train", seed: int = 0) -> None:
-    """`rows` generated rows of `split` for each dataset, as a local JSON Lines mirror."""
-    catalog = Catalog.load()
+def bench_rows(key: DatasetKey, rows: int, *, split: str = "train", seed: int = 0,
+               prose: bool = False) -> Iterator[dict]:
+    """`rows` generated rows of a dataset's `split`; with `prose`, each long free-text field
+    is English-like `Prose` of the same length."""
+    entry = Catalog.load()[key]
+    writer = Prose(seed) if prose else None
+    for row in generate_rows(entry, split, rows, seed):
+        if writer:
+            for name in entry.text_lengths:
+                if isinstance(row.get(name), str):
+                    row[name] = writer.text(len(row[name]))
+        yield row
+
+
+def write_mirror(root: Path, datasets, rows: int, *, split: str = "train", seed: int = 0,
+                 prose: bool = False) -> None:
+    """`bench_rows` of each dataset as a local JSON Lines mirror."""
     for key in datasets:
         folder = Path(key.folder(root))
         folder.mkdir(parents=True, exist_ok=True)
@@ -28,8 +44,57 @@ def write_mirror(root: Path, datasets, rows: int, *, split: str = "train", seed:
         if path.exists() and sum(1 for _ in path.open()) == rows:
             continue
         with path.open("w") as handle:
-            for row in generate_rows(catalog[key], split, rows, seed):
+            for row in bench_rows(key, rows, split=split, seed=seed, prose=prose):
                 handle.write(json.dumps(row) + "\n")
+
+
+class Prose:
+    """Text whose words come as often as in English, for measuring the tokenizer's memo.
+
+    Generated rows lengthen the samples' texts with their own few hundred words, and ten
+    samples' sentences recur in every row: a memo finds far more there than in real text. Here
+    each sentence is 6 to 30 words drawn by their English frequency (wordfreq's 100,000 most
+    common words), so words recur as in real text and a sentence recurs only within a row.
+    """
+
+    ENDS, END_SHARES = [".", "?", "!"], [0.9, 0.05, 0.05]
+
+    def __init__(self, seed: int, vocabulary: int = 100_000):
+        from wordfreq import top_n_list, word_frequency
+
+        self.words = top_n_list("en", vocabulary)
+        self.cumulative = np.cumsum([word_frequency(word, "en") for word in self.words])
+        self.rng = np.random.default_rng(seed)
+
+    def text(self, chars: int) -> str:
+        sentences, length = [], 0
+        while length < chars:
+            draws = self.rng.random(int(self.rng.integers(6, 31))) * self.cumulative[-1]
+            words = [self.words[i] for i in np.searchsorted(self.cumulative, draws)]
+            end = self.rng.choice(self.ENDS, p=self.END_SHARES)
+            sentence = " ".join(words).capitalize() + str(end)
+            sentences.append(sentence)
+            length += len(sentence) + 1
+        return " ".join(sentences)[:chars].rstrip()
+
+
+def prose_vocab(work: Path) -> Path:
+    """A 32,000-piece unigram vocabulary trained on `Prose` with T5's settings (nmt_nfkc, pad
+    0, EOS 1, unknown 2), kept in `work`: as T5's is for English, unlike the sample vocabulary
+    (7,241 pieces trained on the samples), which cuts most real words into pieces that tie."""
+    import sentencepiece as spm
+
+    model = work / "prose-vocab" / "prose32k.model"
+    if not model.exists():
+        model.parent.mkdir(parents=True, exist_ok=True)
+        corpus = model.parent / "prose.txt"
+        writer = Prose(seed=1)  # not the rows' seed
+        corpus.write_text("".join(writer.text(500) + "\n" for _ in range(60_000)))
+        spm.SentencePieceTrainer.train(
+            input=str(corpus), model_prefix=str(model.with_suffix("")), vocab_size=32_000,
+            model_type="unigram", normalization_rule_name="nmt_nfkc", character_coverage=1.0,
+            pad_id=0, eos_id=1, unk_id=2, bos_id=-1, num_threads=1, minloglevel=2)
+    return model
 
 
 class PeakMemory:

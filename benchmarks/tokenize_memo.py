@@ -7,38 +7,43 @@ speed-up (ids, and ids packed as varints as the cache asks for them), the memos'
 the texts still encoded plainly and the memory the memos hold (Python allocations, traced in a
 second pass), and checks that the ids are identical.
 
-    .venv/bin/python benchmarks/tokenize_memo.py [--rows 2000] [--vocab MODEL] [DATASET ...]
+    .venv/bin/python benchmarks/tokenize_memo.py [--rows 2000] [--prose] [--vocab MODEL]
+        [DATASET ...]
+
+--prose: long text fields as English-like prose (`common.Prose`) instead of the samples'
+words, tokenized with a vocabulary trained on such prose (`common.prose_vocab`) unless --vocab
+is given: the memo finds what it would in real text.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 import tracemalloc
 from dataclasses import dataclass
 from pathlib import Path
 
 import sentencepiece as spm
-from common import LONG_DATASETS
+from common import LONG_DATASETS, bench_rows, prose_vocab
 
 from p3data.batching import batched
 from p3data.dataset_key import DatasetKey
-from p3data.datasets.catalog import Catalog
-from p3data.datasets.samples import generate_rows
 from p3data.templates import DatasetRenderer, Rendered, TemplateCollection
 from p3data.tokenize import MemoStats, Tokenizer, with_extra_ids
 from p3data.varints import packed
 from p3data.vocab import EXTRA_IDS, SAMPLE_VOCAB
 
 
-def rendered_batches(keys: list[DatasetKey], rows: int) -> list[list[str]]:
+def rendered_batches(keys: list[DatasetKey], rows: int, *, prose: bool = False
+                     ) -> list[list[str]]:
     """Per batch of rows and template: the inputs, then the targets (`rows` generated rows of
     each dataset's train split, the rows `common.write_mirror` writes)."""
-    catalog, collection = Catalog.load(), TemplateCollection.default()
+    collection = TemplateCollection.default()
     batches = []
     for key in keys:
         renderer = DatasetRenderer(collection[key])
-        for chunk in batched(generate_rows(catalog[key], "train", rows)):
+        for chunk in batched(bench_rows(key, rows, prose=prose)):
             for outcomes in renderer.render_batch(chunk).values():
                 kept = [o for o in outcomes if isinstance(o, Rendered)]
                 batches.append([o.inputs for o in kept] + [o.targets for o in kept])
@@ -108,12 +113,17 @@ def main() -> None:
     parser.add_argument("datasets", nargs="*", help="DATASET[/SUBSET]; default: imdb, "
                         "cnn_dailymail/3.0.0")
     parser.add_argument("--rows", type=int, default=2000, help="generated rows per dataset")
-    parser.add_argument("--vocab", type=Path, default=SAMPLE_VOCAB)
+    parser.add_argument("--prose", action="store_true", help="English-like long texts")
+    parser.add_argument("--vocab", type=Path)
+    parser.add_argument("--work", type=Path,
+                        default=Path(tempfile.gettempdir()) / "p3data-bench")
     args = parser.parse_args()
     keys = [DatasetKey.parse(k) for k in args.datasets] or LONG_DATASETS
-    print(f"{args.rows:,} rows of {', '.join(map(str, keys))}, all templates; "
-          f"vocabulary {args.vocab}")
-    print(measure(rendered_batches(keys, args.rows), args.vocab.read_bytes()).report())
+    args.vocab = args.vocab or (prose_vocab(args.work) if args.prose else SAMPLE_VOCAB)
+    print(f"{args.rows:,} rows of {', '.join(map(str, keys))}, all templates"
+          f"{', prose' if args.prose else ''}; vocabulary {args.vocab}")
+    batches = rendered_batches(keys, args.rows, prose=args.prose)
+    print(measure(batches, args.vocab.read_bytes()).report())
 
 
 if __name__ == "__main__":

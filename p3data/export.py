@@ -127,13 +127,9 @@ def select_tasks(available: Sequence[str], mixtures: Sequence[str] = (),
         wanted = {task for m in mixtures for task in defined[m].tasks}
         names, lacking = [n for n in names if n in wanted], sorted(wanted - set(names))
     if patterns:
-        try:
-            compiled = [re.compile(pattern) for pattern in patterns]
-        except re.error as err:
-            raise P3DataError(f"a task pattern is not a regular expression: {err}",
-                              setting="task_pattern") from None
-        names = [name for name in names if any(c.fullmatch(name) for c in compiled)]
-        lacking = [name for name in lacking if any(c.fullmatch(name) for c in compiled)]
+        from p3data.t0 import matching
+
+        names, lacking = matching(names, patterns), matching(lacking, patterns)
     if not names:
         where = f" of {', '.join(mixtures)}" if mixtures else ""
         matching = f" fully matching {' or '.join(patterns)}" if patterns else ""

@@ -249,13 +249,18 @@ def select(definitions: T0Definitions, mixtures: Sequence[str] = (),
     names = (list(dict.fromkeys(t for m in mixtures for t in definitions.mixtures[m].tasks))
              if mixtures else list(definitions.tasks))
     if patterns:
-        try:
-            compiled = [re.compile(pattern) for pattern in patterns]
-        except re.error as err:
-            raise P3DataError(f"a task pattern is not a regular expression: {err}",
-                              setting="task_pattern") from None
-        names = [name for name in names if any(c.fullmatch(name) for c in compiled)]
+        names = matching(names, patterns)
     if not names:
         where = f" in {', '.join(mixtures)}" if mixtures else ""
         raise P3DataError(f"no task{where} fully matches {' or '.join(patterns)}")
     return [definitions.tasks[name] for name in sorted(names)]
+
+
+def matching(names: Iterable[str], patterns: Sequence[str]) -> list[str]:
+    """The names that some regex of `patterns` matches whole, as seqio's `--tasks` does."""
+    try:
+        compiled = [re.compile(pattern) for pattern in patterns]
+    except re.error as err:
+        raise P3DataError(f"a task pattern is not a regular expression: {err}",
+                          setting="task_pattern") from None
+    return [name for name in names if any(c.fullmatch(name) for c in compiled)]
