@@ -68,9 +68,11 @@ class Figures:
             f"{self.plain_seconds / self.memo_seconds:.2f}x faster",
             f"memoized, packed as varints:      {self.packed_seconds:7.2f} CPU-s, "
             f"{self.plain_seconds / self.packed_seconds:.2f}x faster (what the cache uses)",
-            f"sentence memo hits: {1 - stats.new_sentences / max(stats.sentences, 1):6.1%} "
-            f"of {stats.sentences:,}; word memo hits (new sentences): "
-            f"{1 - stats.new_words / max(stats.words, 1):6.1%} of {stats.words:,}",
+            f"sentence memo hits: {1 - stats.new_pieces / max(stats.pieces, 1):6.1%} of "
+            f"{stats.pieces:,} lookups (first sentences, runs of sentences, rests); "
+            f"{stats.new_sentences:,} sentences segmented",
+            f"word memo hits (new sentences): {1 - stats.new_words / max(stats.words, 1):6.1%} "
+            f"of {stats.words:,}",
             f"encoded plainly (ties, extra ids): {stats.plain_texts / max(stats.texts, 1):.2%} of "
             f"the {stats.texts:,} texts the memo saw (short texts have a memo of their own)",
             f"memo memory: {self.memory / 2**20:.1f} MiB of Python objects",

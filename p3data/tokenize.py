@@ -221,8 +221,9 @@ class MemoStats:
 
     texts: int = 0
     plain_texts: int = 0
-    sentences: int = 0
-    new_sentences: int = 0
+    pieces: int = 0  # memo keys looked up: sentences, or (raw text) first sentences, runs, rests
+    new_pieces: int = 0
+    new_sentences: int = 0  # sentences segmented (new pieces, and the new sentences of runs)
     words: int = 0  # words of new sentences
     new_words: int = 0
 
@@ -252,7 +253,7 @@ def _joined(parts: list[_Entry]) -> _Entry:
         return _Entry((ids,), varints, tokens, magnitude, exponent)
     if not parts:
         return _Entry((), b"", 0, 0.0, _ALWAYS)
-    ids, varints, tokens, magnitudes, exponents = zip(*parts, strict=True)
+    ids, varints, tokens, magnitudes, exponents = zip(*parts, strict=False)  # 5 fields each
     return _Entry(ids, b"".join(varints), sum(tokens), sum(magnitudes), min(exponents))
 
 
@@ -314,6 +315,8 @@ class WordMemo:
         missing = set(filterfalse(memo.__contains__, chain.from_iterable(split)))
         if missing:
             self._add_sentences(missing)
+        self.stats.pieces += sum(map(len, split))
+        self.stats.new_pieces += len(missing)
         found: list[_Entry | None] = []
         for sentences in split:
             entry = _joined(list(map(memo.__getitem__, sentences)))
@@ -321,8 +324,6 @@ class WordMemo:
             found.append(None if guarded else entry)
         self.stats.texts += len(split)
         self.stats.plain_texts += found.count(None)
-        self.stats.sentences += (sum(t.count(RAW_SENTENCE_END) + 1 for t in texts) if self.raw
-                                 else sum(map(len, split)))
         memo.bound(SENTENCE_MEMO_CHARS)
         return found
 
