@@ -8,6 +8,7 @@ and one task split as a map-style dataset. No TensorFlow is imported.
 import json
 import sys
 
+import torch
 from torch.utils.data import DataLoader
 
 from p3data.read import PackedStream, mixture_sampler, open_cache
@@ -26,6 +27,7 @@ print(f"stream state: {len(checkpoint)} bytes of JSON")
 
 # One task split, map-style: shuffle and worker processes fetch examples by number.
 split = cache.split("cos_e_v1.11_description_question_option_id", "validation")
-loader = DataLoader(torch_dataset(split), batch_size=None, shuffle=True, num_workers=2)
+loader = DataLoader(torch_dataset(split), batch_size=None, shuffle=True, num_workers=2,
+                    generator=torch.Generator().manual_seed(0))
 example = next(iter(loader))
 print(split, "->", example["targets_pretokenized"], example["targets"].tolist())

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     with progress.bar:
         outcomes = export.export(cache, tasks, out, settings=settings, force=args.force,
                                  on_task=progress.finished, on_examples=progress.written)
-    print(summary(outcomes, fs.join(fs.canonical(out), export.CARD)))
+    print(summary(outcomes, fs.join(out, export.CARD)))
     return 1 if any(o.status == "failed" for o in outcomes) else 0
 
 
