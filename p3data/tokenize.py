@@ -32,7 +32,7 @@ from typing import NamedTuple, Protocol
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
-from p3data.varints import packed
+from p3data.varints import packed, unpacked
 
 EOS_ID = 1
 # Short strings (labels, answer choices) repeat across rows and templates: tokenize them once.
@@ -92,11 +92,10 @@ class Tokenizer:
         self._texts: dict[str, _Entry] = {}  # short texts
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
-        return [list(chain.from_iterable(chain.from_iterable(entry.ids)))
-                for entry in self._entries(texts)]
+        return [unpacked(entry.varints).tolist() for entry in self._entries(texts)]
 
     def encode_packed(self, texts: Sequence[str]) -> list[Packed]:
-        """`encode`'s ids, packed (the memo keeps its sentences' ids packed: nothing per id)."""
+        """`encode`'s ids, packed: as the memo keeps them (nothing per id)."""
         return self._entries(texts)
 
     def _entries(self, texts: Sequence[str]) -> list[_Entry]:
@@ -115,7 +114,7 @@ class Tokenizer:
         if plain:
             encoded = self._processor.encode([texts[i] for i in plain], num_threads=1)
             for i, ids in zip(plain, encoded, strict=True):
-                found[i] = _entry(ids)._replace(ids=((ids,),))  # one sentence of one word
+                found[i] = _entry(ids)
         return found
 
 
@@ -229,12 +228,10 @@ class MemoStats:
 
 
 class _Entry(NamedTuple):
-    """A word's, sentence's or text's ids: a word's list, a sentence's (or run of sentences')
-    tuple of its words' lists, a text's tuple of its sentences' tuples. Then the same ids
-    packed, how many are neither 0 nor 1, the magnitude of its score (a bound on how much it
-    adds to a text's), and the largest float32 exponent of a text's magnitude it can sit in."""
+    """A word's, sentence's or text's ids packed as varints, how many are neither 0 nor 1, the
+    magnitude of its score (a bound on how much it adds to a text's), and the largest float32
+    exponent of a text's magnitude it can sit in."""
 
-    ids: list[int] | tuple
     varints: bytes
     tokens: int
     magnitude: float
@@ -243,18 +240,20 @@ class _Entry(NamedTuple):
 
 def _entry(ids: list[int], magnitude: float = 0.0, exponent: int = _ALWAYS) -> _Entry:
     """A word's entry."""
-    return _Entry(ids, packed(ids), len(ids) - ids.count(0) - ids.count(1), magnitude, exponent)
+    return _Entry(packed(ids), len(ids) - ids.count(0) - ids.count(1), magnitude, exponent)
+
+
+_EMPTY = _Entry(b"", 0, 0.0, _ALWAYS)
 
 
 def _joined(parts: list[_Entry]) -> _Entry:
     """The entry of a sentence or a text made of these (their magnitudes' sum bounds its)."""
     if len(parts) == 1:
-        ids, varints, tokens, magnitude, exponent = parts[0]
-        return _Entry((ids,), varints, tokens, magnitude, exponent)
+        return parts[0]
     if not parts:
-        return _Entry((), b"", 0, 0.0, _ALWAYS)
-    ids, varints, tokens, magnitudes, exponents = zip(*parts, strict=False)  # 5 fields each
-    return _Entry(ids, b"".join(varints), sum(tokens), sum(magnitudes), min(exponents))
+        return _EMPTY
+    varints, tokens, magnitudes, exponents = zip(*parts, strict=False)  # 4 fields each
+    return _Entry(b"".join(varints), sum(tokens), sum(magnitudes), min(exponents))
 
 
 class WordMemo:
@@ -338,8 +337,7 @@ class WordMemo:
             self._add_single_sentences(list(sentences))
         get = self._sentences.__getitem__
         joined = [_joined(list(map(get, parts))) for parts in split_runs]
-        self._sentences.add(runs, [entry._replace(ids=tuple(chain.from_iterable(entry.ids)))
-                                   for entry in joined])
+        self._sentences.add(runs, joined)
 
     def _add_single_sentences(self, keys: list[str]) -> None:
         if self.raw:  # a raw piece's key stands for it (`_raw_pieces`); normalized, it starts

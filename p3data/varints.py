@@ -1,11 +1,15 @@
 """Varints, protobuf's integers (seven bits a byte, low bits first), as `tf.train.Example`
-stores lengths and token ids: the tokenizer hands out ids already packed this way, and the
-Example encoder frames them, so both build on this module.
+stores lengths and token ids: the tokenizer keeps and hands out ids packed this way, the
+Example encoder frames them and readers unpack them, so all build on this module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+import numpy as np
+
+from p3data.errors import P3DataError
 
 
 def _encode(value: int) -> bytes:
@@ -36,3 +40,27 @@ def packed(values: Sequence[int]) -> bytes:
     if values and min(values) >= 0 and max(values) < TABLE_SIZE:
         return b"".join(map(TABLE.__getitem__, values))
     return b"".join(varint(int(v)) for v in values)
+
+
+class VarintError(P3DataError):
+    """Bytes that are not a run of packed varints."""
+
+
+def unpacked(data: bytes) -> np.ndarray:
+    """Packed varints as int64 (protobuf's two's complement), decoded in numpy: a varint's
+    bytes are its 7-bit groups, low first, and it ends at its one byte below 0x80."""
+    raw = np.frombuffer(data, np.uint8)
+    if not raw.size:
+        return np.zeros(0, np.int64)
+    last = raw < 0x80
+    if not last[-1]:
+        raise VarintError("packed varints end inside a varint")
+    if last.all():  # every value below 128
+        return raw.astype(np.int64)
+    ends = np.flatnonzero(last)
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    if (ends - starts).max() > 9:
+        raise VarintError("a varint is longer than 10 bytes")
+    shifts = 7 * (np.arange(raw.size) - np.repeat(starts, ends - starts + 1))
+    groups = (raw & 0x7F).astype(np.uint64) << shifts.astype(np.uint64)
+    return np.bitwise_or.reduceat(groups, starts).view(np.int64)

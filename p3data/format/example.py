@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from p3data.errors import P3DataError
-from p3data.varints import TABLE, TABLE_SIZE, packed, varint
+from p3data.varints import TABLE, TABLE_SIZE, VarintError, packed, unpacked, varint
 
 Value = str | bytes | int | float | bool | Sequence[int] | Sequence[str] | Sequence[float]
 
@@ -219,26 +219,6 @@ def decode_example(record: bytes, names: frozenset[str] | None = None) -> dict[s
 # Typed decoding, for readers: values as numpy arrays of the dtypes `info.<split>.json` names,
 # token ids decoded for a whole batch of records at once.
 
-def decode_varints(data: bytes) -> np.ndarray:
-    """Packed varints as int64 (protobuf's two's complement), decoded in numpy: a varint's
-    bytes are its 7-bit groups, low first, and it ends at its one byte below 0x80."""
-    raw = np.frombuffer(data, np.uint8)
-    if not raw.size:
-        return np.zeros(0, np.int64)
-    last = raw < 0x80
-    if not last[-1]:
-        raise ExampleDecodeError("packed varints end inside a varint")
-    if last.all():  # every value below 128
-        return raw.astype(np.int64)
-    ends = np.flatnonzero(last)
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    if (ends - starts).max() > 9:
-        raise ExampleDecodeError("a varint is longer than 10 bytes")
-    shifts = 7 * (np.arange(raw.size) - np.repeat(starts, ends - starts + 1))
-    groups = (raw & 0x7F).astype(np.uint64) << shifts.astype(np.uint64)
-    return np.bitwise_or.reduceat(groups, starts).view(np.int64)
-
-
 Found = list[tuple[str, int, list[bytes]]]  # (feature, list kind, its values' bytes)
 _KIND_NAMES = {0: "empty", 1: "bytes", 2: "float", 3: "int64"}  # Feature's oneof field numbers
 _UNPACKED = {(2, 5), (3, 0)}  # (list kind, wire type) of one float, one int64 unpacked
@@ -408,7 +388,10 @@ def _column(name: str, info: FeatureInfo, values: list[list[bytes]]) -> list[Any
         flat = np.frombuffer(joined, "<f4").astype(np.float32)
         bounds //= 4
     else:
-        decoded = decode_varints(joined)
+        try:
+            decoded = unpacked(joined)
+        except VarintError as err:
+            raise ExampleDecodeError(f"feature {name!r}: {err}") from None
         flat = decoded != 0 if info.dtype == "bool" else decoded.astype(info.dtype)
         if len(data) > 1:  # values that end before each record's first byte
             bounds = np.searchsorted(np.flatnonzero(np.frombuffer(joined, np.uint8) < 0x80),
