@@ -47,11 +47,15 @@ bench: install
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[bench]'
 	$(PY) benchmarks/render.py
 	$(PY) benchmarks/import_time.py
-	$(PY) benchmarks/cache_vs_stock.py
+	# long- and short-text sets against stock seqio_cache_tasks and the floor; then on prose
+	$(PY) benchmarks/long_text.py --stock-rows 2000
+	$(PY) benchmarks/long_text.py --prose --skip-stock
 	$(PY) benchmarks/cache_memory.py
 	$(PY) benchmarks/cache_scaling.py
 	$(PY) benchmarks/row_schema.py
 	$(PY) benchmarks/parquet_mirror.py
+	$(PY) benchmarks/reader.py
+	$(PY) benchmarks/export.py
 
 # Retrain the offline sample vocabulary after changing samples or templates.
 vocab: install
