@@ -48,7 +48,7 @@ bench: install
 	$(PY) benchmarks/render.py
 	$(PY) benchmarks/import_time.py
 	# long- and short-text sets against stock seqio_cache_tasks and the floor; then on prose
-	$(PY) benchmarks/long_text.py --stock-rows 2000
+	$(PY) benchmarks/long_text.py
 	$(PY) benchmarks/long_text.py --prose --skip-stock
 	$(PY) benchmarks/cache_memory.py
 	$(PY) benchmarks/cache_scaling.py

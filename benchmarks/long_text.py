@@ -10,8 +10,9 @@ process tree.
     .venv/bin/python benchmarks/long_text.py [--rows 20000] [--short-rows 20000] [--skip-stock]
         [--stock-rows N] [--prose]
 
---stock-rows: stock runs on the first N rows of the same mirror (its examples per CPU-second
-do not depend on the row count, and at 20,000 long-text rows it runs for about two hours).
+--stock-rows: stock runs on the first N rows of the same mirror, for a quick look: at 20,000
+rows per dataset it runs for about 20 minutes on each set. Its start-up is then a larger share,
+so a smaller run flatters p3data (long text: 250 examples/CPU-s at 2,000 rows, 313 at 20,000).
 --prose: the long texts are English-like prose (`common.Prose`), words recurring as in real
 text and sentences only within a row, tokenized with a 32k vocabulary trained on such prose
 (`common.prose_vocab`, as T5's is trained on English): the memo finds what it would in real
