@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from helpers.cache import assert_same_examples, read_examples, run_cache
 
+from p3data.cache.verify import verify_cache
 from p3data.format.tfrecord import read_frames
 
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")
@@ -39,6 +40,14 @@ def five_shards(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def five_shards_one_part(tmp_path_factory) -> Path:
+    """Five output shards of splits that are one part each: dealt straight into the shards."""
+    out = tmp_path_factory.mktemp("five-one-part")
+    run_cache(out, "--tasks", "|".join(TASKS), "--splits", SPLIT, "--shards", str(SHARDS))
+    return out
+
+
 def _frames(path: Path) -> list[bytes]:
     with path.open("rb") as handle:
         return list(read_frames(handle, str(path)))
@@ -55,12 +64,28 @@ def test_one_shard_holds_the_examples_in_source_order(one_shard, task):
                                           err_msg=f"example {number}, {feature}")
 
 
+@pytest.mark.parametrize("built", ["five_shards", "five_shards_one_part"])
 @pytest.mark.parametrize("task", TASKS)
-def test_shard_k_is_every_fifth_record_from_the_kth(one_shard, five_shards, task):
+def test_shard_k_is_every_fifth_record_from_the_kth(one_shard, built, task, request):
+    cache = request.getfixturevalue(built)
     records = _frames(one_shard / task / f"{SPLIT}.tfrecord-00000-of-00001")
     for shard in range(SHARDS):
-        path = five_shards / task / f"{SPLIT}.tfrecord-{shard:05d}-of-{SHARDS:05d}"
+        path = cache / task / f"{SPLIT}.tfrecord-{shard:05d}-of-{SHARDS:05d}"
         assert path.read_bytes() == b"".join(records[shard::SHARDS]), path.name
+        offsets = np.load(cache / task / f"index.{SPLIT}-{shard:05d}-of-{SHARDS:05d}.npy")
+        lengths = [len(record) for record in records[shard::SHARDS]]
+        assert offsets.tolist() == [0, *np.cumsum(lengths).tolist()], path.name
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_a_split_of_one_part_verifies_and_equals_the_dealt_build(five_shards,
+                                                                five_shards_one_part, task):
+    dealt, direct = five_shards / task, five_shards_one_part / task
+    assert sorted(p.name for p in direct.iterdir()) == sorted(p.name for p in dealt.iterdir())
+    for name in (p.name for p in dealt.iterdir() if p.name != "manifest.json"):
+        assert (direct / name).read_bytes() == (dealt / name).read_bytes(), name
+    assert verify_cache(str(five_shards_one_part)).state == "OK"
+    assert not (five_shards_one_part / ".p3data-work").exists()
 
 
 @pytest.mark.parametrize("task", TASKS)

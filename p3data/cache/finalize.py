@@ -8,7 +8,8 @@ in linear time: each part's examples are dealt into one file, grouped by output 
 work record of where each shard's records are and their lengths (`deal_part`, per part); then
 each shard is its range of every part's file in part order, and its record index is made from
 the recorded lengths (`write_shard`, per shard); then `finish_split` writes the JSON that needs
-every shard's digest.
+every shard's digest. A split of one part needs no dealt file: its part is dealt straight into
+the output shards, whose names and digests its work record keeps for `write_shard`.
 
 A rebuild first withdraws the old build (`withdraw`, on the driver, before any worker writes):
 `COMPLETED` goes first, then the manifest, then every file this build will not reuse, so a
@@ -17,6 +18,7 @@ crash at any point leaves a folder seqio does not read as complete.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Iterator
@@ -30,7 +32,13 @@ from p3data.cache.plan import CacheConfig, TaskInfo, template_digest
 from p3data.format import layout, work
 from p3data.format.example import encode_entries, wrap_entries
 from p3data.format.features import IDX, task_features
-from p3data.format.index import FRAMING, index_bytes, index_name, offsets_from_lengths, scan_offsets
+from p3data.format.index import (
+    FRAMING,
+    index_bytes,
+    index_for,
+    offsets_from_lengths,
+    scan_offsets,
+)
 from p3data.format.manifest import (
     Manifest,
     SplitRecord,
@@ -166,13 +174,17 @@ def plan_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummary 
 
 
 def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> None:
-    """Write one part's examples, as output records, into one file grouped by output shard,
-    then the record of where each shard's records are and their lengths."""
+    """Write one part's examples, as output records, into one file grouped by output shard
+    (or, if it is its split's only part, into the output shards themselves), then the record
+    of where each shard's records are and their lengths (or of the shards written)."""
     work_dir = config.workdir
     path = work_dir.part(job.task, job.split, job.index, ".tfrecord")
     if _copied_whole(info, job.shards):  # the part is the shard's records as they are
         offsets = scan_offsets(path, fs.size(path))
         dealt = DealtPart([0, int(offsets[-1])], [(np.diff(offsets) - FRAMING).tolist()])
+    elif info.shard_counts[job.split] == 1:
+        dealt = DealtPart([], [], _deal_into_shards(path, _task_folder(config, job.task),
+                                                    score_eval=info.spec.score_eval, job=job))
     else:
         dealt = _deal(path, work_dir.dealt(job.task, job.split, job.index, ".tfrecord"),
                       score_eval=info.spec.score_eval, job=job)
@@ -201,18 +213,57 @@ def _deal(path: str, target: str, *, score_eval: bool, job: PartJob) -> DealtPar
     return DealtPart(starts, lengths)
 
 
+def _deal_into_shards(path: str, folder: str, *, score_eval: bool,
+                      job: PartJob) -> dict[str, str]:
+    """Deal a split's only part straight into its output shards, then write their record
+    indexes; returns their names and sha256s."""
+    names = [layout.shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
+    digests = [hashlib.sha256() for _ in names]
+    lengths: list[list[int]] = [[] for _ in names]
+    with contextlib.ExitStack() as stack:
+        shards = [stack.enter_context(fs.atomic_writer(fs.join(folder, name)))
+                  for name in names]
+        position = job.first  # of the next record in the split
+        with fs.open_read(path) as part:
+            for block in batched(_final_records(part, path, score_eval, job.offset),
+                                 DEAL_BATCH):
+                for shard, (handle, digest) in enumerate(zip(shards, digests, strict=True)):
+                    records = block[(shard - position) % job.shards::job.shards]
+                    data = b"".join(records)
+                    handle.write(data)
+                    digest.update(data)
+                    lengths[shard] += [len(record) - FRAMING for record in records]
+                position += len(block)
+    written = {name: digest.hexdigest() for name, digest in zip(names, digests, strict=True)}
+    written.update(_write_index(folder, name, shard_lengths)
+                   for name, shard_lengths in zip(names, lengths, strict=True))
+    return written
+
+
+def _write_index(folder: str, shard_name: str, lengths: list[int]) -> tuple[str, str]:
+    """A shard's record index, from its records' payload lengths: (its name, its sha256)."""
+    index = index_bytes(offsets_from_lengths(np.array(lengths, np.uint64)))
+    name = index_for(shard_name)
+    fs.write_bytes(fs.join(folder, name), index)
+    return name, hashlib.sha256(index).hexdigest()
+
+
 def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str, str]:
     """Write the shard from its range of every part's dealt file, in part order, then its
-    record index from the recorded lengths; returns their names and sha256s."""
+    record index from the recorded lengths; returns their names and sha256s (those of the
+    shard its split's only part was dealt into, if so)."""
     work_dir, folder = config.workdir, _task_folder(config, job.task)
     name = layout.shard_name(job.split, job.index, job.shards)
     digest, lengths = hashlib.sha256(), []
+    dealt_parts = [work.read_record(work_dir.dealt(job.task, job.split, part, ".json"),
+                                    DealtPart) for part in range(info.shard_counts[job.split])]
+    if missing := [part for part, dealt in enumerate(dealt_parts) if dealt is None]:
+        raise RuntimeError(f"{job.task}/{job.split}: part {missing[0]} was not dealt")
+    if dealt_parts[0].written:
+        index_file = index_for(name)
+        return {file: dealt_parts[0].written[file] for file in (name, index_file)}
     with fs.atomic_writer(fs.join(folder, name)) as shard:
-        for part in range(info.shard_counts[job.split]):
-            dealt = work.read_record(work_dir.dealt(job.task, job.split, part, ".json"),
-                                     DealtPart)
-            if dealt is None:
-                raise RuntimeError(f"{job.task}/{job.split}: part {part} was not dealt")
+        for part, dealt in enumerate(dealt_parts):
             path = (work_dir.part(job.task, job.split, part, ".tfrecord")
                     if _copied_whole(info, job.shards)
                     else work_dir.dealt(job.task, job.split, part, ".tfrecord"))
@@ -226,10 +277,8 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
             if start != end:
                 raise RuntimeError(f"{path}: ends at byte {start}, its record says {end}")
             lengths += dealt.lengths[job.index]
-    index = index_bytes(offsets_from_lengths(np.array(lengths, np.uint64)))
-    index_file = index_name(job.split, job.index, job.shards)
-    fs.write_bytes(fs.join(folder, index_file), index)
-    return {name: digest.hexdigest(), index_file: hashlib.sha256(index).hexdigest()}
+    return dict([(name, digest.hexdigest()),
+                 _write_index(folder, name, lengths)])
 
 
 def _copied_whole(info: TaskInfo, shards: int) -> bool:

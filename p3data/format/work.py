@@ -109,7 +109,8 @@ class PartMeta:
     traceback: str = ""  # when that was an unexpected error (a bug)
 
     def add_example(self, n_in: int, n_out: int) -> None:
-        """Count one record with `n_in` input and `n_out` target tokens (see `tokens`)."""
+        """Count one record with `n_in` input and `n_out` target tokens (ids neither padding
+        nor EOS, as seqio's statistics count them)."""
         self.examples += 1
         self.inputs_tokens += n_in
         self.targets_tokens += n_out
@@ -121,10 +122,13 @@ class PartMeta:
 class DealtPart:
     """Where a part's records for each output shard are, in the file it was dealt into (or,
     when it is copied whole, in the part itself): shard k's are bytes starts[k]:starts[k + 1],
-    records of payload lengths lengths[k], so a shard's index needs no rescanning."""
+    records of payload lengths lengths[k], so a shard's index needs no rescanning. A split's
+    only part is dealt straight into the output shards: `written` has their and their
+    indexes' names and sha256s instead."""
 
     starts: list[int]
     lengths: list[list[int]]
+    written: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -154,11 +158,6 @@ def read_record(path: str, kind: type[Record]) -> Record | None:
         return msgspec.convert(json.loads(fs.read_bytes(path)), kind)
     except (OSError, ValueError, msgspec.ValidationError):
         return None
-
-
-def tokens(ids: list[int]) -> int:
-    """seqio's stats count ids that are neither EOS (1) nor padding (0)."""
-    return len(ids) - ids.count(0) - ids.count(1)
 
 
 def twin_record(ordinal: int, choice: int, entries: bytes) -> bytes:
