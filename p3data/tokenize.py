@@ -147,6 +147,23 @@ def word_split_refusal(proto: model_pb2.ModelProto) -> str | None:
     return "; ".join(reason for reason, applies in reasons.items() if applies) or None
 
 
+def ascii_refusal(proto: model_pb2.ModelProto) -> str | None:
+    """Why a sentence of printable ASCII, without leading, trailing or repeated spaces, might
+    not normalize to "▁" and itself with "▁" for each space (None: it always does).
+
+    Each character is copied as it is unless a rule key matches there; in such a sentence only
+    keys made of printable ASCII can (user-defined pieces are copied as they are too), and no
+    space is dropped."""
+    spec = proto.normalizer_spec
+    reasons = {
+        "add_dummy_prefix is false": not spec.add_dummy_prefix,
+        "escape_whitespaces is false": not spec.escape_whitespaces,
+        "a normalization rule rewrites printable ASCII": _rules_hold_only(
+            spec.precompiled_charsmap, _PRINTABLE_ASCII),
+    }
+    return "; ".join(reason for reason, applies in reasons.items() if applies) or None
+
+
 def raw_cut_refusal(proto: model_pb2.ModelProto) -> str | None:
     """Why raw text cut after each ". " might not normalize piece by piece into the normalized
     text (None: it always does, for a model `word_split_refusal` accepts).
@@ -205,6 +222,33 @@ def _rules_skip(charsmap: bytes, chars: str) -> bool:
                                        for c in range(1, 256)):
                 return False
     return True
+
+
+_PRINTABLE_ASCII = frozenset(range(0x20, 0x7F))
+
+
+def _rules_hold_only(charsmap: bytes, labels: frozenset[int]) -> bool:
+    """Whether some key of a precompiled normalization rule set is made of these bytes only:
+    a walk from the trie's root along units labeled with them reaches a key's end."""
+    if not charsmap:
+        return False
+    size = int.from_bytes(charsmap[:4], "little")
+    if size % 4 or size > len(charsmap) - 4:
+        return True
+    units = array("I", charsmap[4:4 + size])
+    if sys.byteorder == "big":
+        units.byteswap()
+    pending = [0]
+    while pending:
+        base = pending.pop()
+        base ^= _child_base(units[base])
+        for label in labels:
+            child = base ^ label
+            if child < len(units) and units[child] & _LABEL == label:
+                if units[child] & _HAS_LEAF:
+                    return True
+                pending.append(child)
+    return False
 
 
 @functools.cache
@@ -289,6 +333,7 @@ class WordMemo:
         self._processor = spm.SentencePieceProcessor(model_proto=words.SerializeToString())
         self._normalize = normalize
         self.raw = raw_cut_refusal(proto) is None  # cuts raw text
+        self.ascii = self.raw and ascii_refusal(proto) is None  # splits ASCII sentences itself
         self.stats = MemoStats()
         self._sentences = _Memo()
         self._words = _Memo()
@@ -342,8 +387,12 @@ class WordMemo:
     def _add_single_sentences(self, keys: list[str]) -> None:
         if self.raw:  # a raw piece's key stands for it (`_raw_pieces`); normalized, it starts
             # with the dummy prefix's ▁ unless it is empty: it has no head
-            texts = self._normalize([k[:-1] if k.endswith(_CUT) else k + "." for k in keys])
-            split = [text[1:].split(WORD_START) if text else [] for text in texts]
+            texts = [k[:-1] if k.endswith(_CUT) else k + "." for k in keys]
+            split = [text.split(" ") if self.ascii and _plain_ascii(text) else None
+                     for text in texts]
+            others = [i for i, words in enumerate(split) if words is None]
+            for i, text in zip(others, self._normalize([texts[i] for i in others]), strict=True):
+                split[i] = text[1:].split(WORD_START) if text else []
         else:
             split = [text.split(WORD_START) for text in keys]
             for words in split:
@@ -394,6 +443,12 @@ class WordMemo:
         if math.ldexp(1.0, math.frexp(own)[1] - 24) >= allowed:
             return _entry(ids, -best, _NEVER)
         return _entry(ids, -best, math.ceil(24 + math.log2(allowed)) - 1)
+
+
+def _plain_ascii(text: str) -> bool:
+    """Printable ASCII without leading, trailing or repeated spaces (see `ascii_refusal`)."""
+    return (text.isascii() and text.isprintable() and text[:1] not in ("", " ")
+            and text[-1] != " " and "  " not in text)
 
 
 def _sentences(text: str) -> list[str]:

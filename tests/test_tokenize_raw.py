@@ -18,7 +18,13 @@ from test_tokenize import EXTRA_IDS, ODD, SEQIO_MODEL, _plain
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.samples import rendered_texts
 from p3data.templates import TemplateCollection
-from p3data.tokenize import Tokenizer, _rules_skip, raw_cut_refusal, with_extra_ids
+from p3data.tokenize import (
+    Tokenizer,
+    _rules_skip,
+    ascii_refusal,
+    raw_cut_refusal,
+    with_extra_ids,
+)
 from p3data.varints import packed
 from p3data.vocab import SAMPLE_VOCAB
 
@@ -64,11 +70,13 @@ def _bpe(**options) -> bytes:
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> dict[str, bytes]:
-    """Model bytes by name; "dot rule" normalizes ". " to "." (a rule across the cut)."""
+    """Model bytes by name; "dot rule" normalizes ". " to "." (a rule across the cut), "case
+    fold" lowercases ASCII letters (rules that rewrite printable ASCII)."""
     rules = tmp_path_factory.mktemp("rules") / "dot.tsv"
     rules.write_text("2E 20\t2E\n")
     return {"sample": SAMPLE_VOCAB.read_bytes(), "seqio": open(SEQIO_MODEL, "rb").read(),
-            "bpe": _bpe(), "dot rule": _bpe(normalization_rule_tsv=str(rules))}
+            "bpe": _bpe(), "dot rule": _bpe(normalization_rule_tsv=str(rules)),
+            "case fold": _bpe(normalization_rule_name="nfkc_cf")}
 
 
 def _proto(model: bytes) -> model_pb2.ModelProto:
@@ -76,7 +84,7 @@ def _proto(model: bytes) -> model_pb2.ModelProto:
 
 
 @pytest.mark.parametrize(("name", "raw"), [("sample", True), ("seqio", True), ("bpe", True),
-                                           ("dot rule", False)])
+                                           ("case fold", True), ("dot rule", False)])
 def test_raw_cuts_give_plain_encodings_ids_and_packed_ids(models, corpus, name, raw):
     tokenizer = Tokenizer(models[name], EXTRA_IDS)
     assert tokenizer.memo.raw is raw
@@ -126,6 +134,21 @@ def test_refusals_name_their_reason(models):
     forced.memo.raw = True  # what cutting raw text would give: not SentencePiece's ids
     texts = ["One film. Two actors. The end", "A. B"]
     assert forced.encode(texts) != _plain(models["dot rule"], texts)
+
+
+def test_ascii_sentences_skip_the_normalizer_only_where_its_rules_leave_ascii_alone(models):
+    for name in ("sample", "seqio", "bpe"):
+        assert ascii_refusal(_proto(models[name])) is None, name
+        assert Tokenizer(models[name], EXTRA_IDS).memo.ascii, name
+    refusal = ascii_refusal(_proto(models["case fold"]))
+    assert refusal == "a normalization rule rewrites printable ASCII"
+    assert not Tokenizer(models["case fold"], EXTRA_IDS).memo.ascii
+    forced = Tokenizer(models["case fold"], EXTRA_IDS)
+    forced.memo.ascii = True  # what splitting ASCII sentences itself would give
+    texts = ["One Film. Two Actors. The End", "Seen. Not Seen"]
+    assert forced.encode(texts) != _plain(models["case fold"], texts)
+    assert Tokenizer(models["case fold"], EXTRA_IDS).encode(texts) == _plain(models["case fold"],
+                                                                           texts)
 
 
 def test_rules_are_read_from_the_charsmap(models):
