@@ -61,8 +61,8 @@ def test_corrupt_shard_is_one_line_naming_the_file(cache, tmp_path):
     result = peek(str(root), TASK, "--split", "validation")
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
-        f"p3data: error: {shard}: record 0 payload fails its CRC; check the cache with "
-        f"p3data verify {root}"]
+        f"p3data: error: {shard}: record 0 payload fails its CRC (it starts at byte 0); check "
+        f"the cache with p3data verify {root}"]
 
 
 def mistake(capsys, *args: str) -> str:

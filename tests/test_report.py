@@ -77,8 +77,8 @@ def test_broken_tasks_are_named_warnings_and_the_rest_is_reported(report, tmp_pa
     assert main(["report", str(root), "--out", str(out)]) == 1
     captured = capsys.readouterr()
     corrupt, unreadable = captured.err.splitlines()
-    assert corrupt == (f"warning: {shard}: record 0 payload fails its CRC; task left out "
-                       "(check the cache with p3data verify)")
+    assert corrupt == (f"warning: {shard}: record 0 payload fails its CRC (it starts at byte 0); "
+                       "task left out (check the cache with p3data verify)")
     assert unreadable.startswith(f"warning: {manifest}: not valid JSON (")
     assert unreadable.endswith("); left out")
     healthy = {path.parent.name for path in root.glob("*/COMPLETED")} - {

@@ -14,6 +14,7 @@ from helpers.cache import run_cache
 
 from p3data.cache.lock import output_lock
 from p3data.cli import main
+from p3data.format.index import scan_offsets
 
 TASK = "super_glue_rte_GPT_3_style"
 SHARD = "validation.tfrecord-00000-of-00001"
@@ -152,12 +153,15 @@ def test_missing_corrupt_and_miscounted_files_fail(cache, capsys):
     task = cache / TASK
     manifest = json.loads((task / "manifest.json").read_text())
     (task / "info.validation.json").unlink()
-    (task / SHARD).write_bytes((task / SHARD).read_bytes()[:-3])
+    shard = (task / SHARD).read_bytes()
+    last = int(scan_offsets(str(task / SHARD), len(shard))[9])  # where the cut record starts
+    (task / SHARD).write_bytes(shard[:-3])
     code, lines = verify(capsys, cache)
     assert (code, lines[-1]) == (1, "FAILED: 1 complete tasks checked, 0 unfinished, 4 problems")
     assert lines[:-1] == [
         f"{task}/info.validation.json: missing (listed in manifest.json)",
-        f"{task}/{SHARD}: record 9 is truncated",
+        f"{task}/{SHARD}: record 9 is truncated (its record starts at byte {last}; "
+        f"{len(shard) - 3 - last} bytes are there)",
         f"{task}/{SHARD}: sha256 differs from the manifest",
         f"{task}: split validation has 9 records, stats say "
         f"{manifest['splits']['validation']['stats']['examples']}"]

@@ -28,7 +28,7 @@ from p3data.format.features import (
     TARGETS_TEXT,
     WEIGHT,
 )
-from p3data.format.tfrecord import frame
+from p3data.format.tfrecord import frame_pieces
 from p3data.templates import DatasetRenderer, Dropped, Rendered
 from p3data.tokenize import EOS_ID, MEMO_MAX_CHARS, Packed, Tokenizer
 from p3data.varints import varint
@@ -172,7 +172,7 @@ def _write(users: list[TaskOutput], kept: list[Rendered], *, first: int, encoder
         [r.inputs for r in kept] + [r.targets for r in kept] + choices)
     n = len(kept)
     choice_ids = dict(zip(choices, ids[2 * n:], strict=True))
-    records: dict[str, list[bytes]] = {out.task: [] for out in users}
+    records: dict[str, list[bytes]] = {out.task: [] for out in users}  # framing pieces
     for k, r in enumerate(kept):
         in_ids = ids[k]
         n_in = in_ids.tokens
@@ -183,12 +183,12 @@ def _write(users: list[TaskOutput], kept: list[Rendered], *, first: int, encoder
                 targets, n_out = encoder.targets(r.targets, ids[n + k])
                 choice_list = (encoder.choice_list(r.answer_choices or []) if out.with_choices
                                else b"")
-                task_records.append(frame(wrap_entries(choice_list, inputs, targets)))
+                task_records += frame_pieces(wrap_entries(choice_list, inputs, targets))
                 meta.add_example(n_in, n_out)
                 continue
             for j, choice in enumerate(r.answer_choices or ()):
                 entries, n_out = encoder.choice(choice, choice == r.targets, choice_ids[choice])
-                task_records.append(frame(work.twin_record(first + k, j, inputs + entries)))
+                task_records += frame_pieces(work.twin_record(first + k, j, inputs + entries))
                 meta.add_example(n_in, n_out)
     for task, task_records in records.items():
         files[task].write(b"".join(task_records))

@@ -17,10 +17,8 @@ import numpy as np
 
 from p3data import fs
 from p3data.errors import P3DataError
-from p3data.format.tfrecord import CorruptRecordError, masked_crc
+from p3data.format.tfrecord import FRAMING, HEADER, CorruptRecordError, masked_crc
 
-HEADER = 12  # a record's length (u64) and its masked CRC (u32)
-FRAMING = HEADER + 4  # and its payload's masked CRC (u32) after the payload
 DTYPE = np.dtype("<u8")
 
 

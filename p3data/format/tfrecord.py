@@ -15,6 +15,10 @@ import google_crc32c
 from p3data.errors import P3DataError
 
 _MASK_DELTA = 0xA282EAD8
+HEADER = 12  # a record's length (u64) and its masked CRC (u32)
+FRAMING = HEADER + 4  # and its payload's masked CRC (u32) after the payload
+_HEADER, _LENGTH, _CRC = struct.Struct("<QI"), struct.Struct("<Q"), struct.Struct("<I")
+READ_BLOCK = 1 << 16  # bytes read at a time
 
 
 def masked_crc(data: bytes) -> int:
@@ -22,10 +26,15 @@ def masked_crc(data: bytes) -> int:
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
+def frame_pieces(record: bytes) -> tuple[bytes, bytes, bytes]:
+    """The framed record as (head, record, tail): a writer joins many at once, copying each
+    record once."""
+    length = _LENGTH.pack(len(record))
+    return length + _CRC.pack(masked_crc(length)), record, _CRC.pack(masked_crc(record))
+
+
 def frame(record: bytes) -> bytes:
-    length = struct.pack("<Q", len(record))
-    return (length + struct.pack("<I", masked_crc(length)) + record
-            + struct.pack("<I", masked_crc(record)))
+    return b"".join(frame_pieces(record))
 
 
 def write_records(handle: BinaryIO, records: Iterable[bytes]) -> int:
@@ -41,30 +50,59 @@ class CorruptRecordError(P3DataError):
     """A TFRecord file is truncated or fails its checksums (the message names file and record)."""
 
 
+def whole_frames(data: bytes, *, name: str, base: int = 0, number: int = 0,
+                 verify: bool = True) -> tuple[list[tuple[int, int]], int]:
+    """The whole records at the start of `data` (byte `base` of file `name`, where its record
+    `number` starts) as (start, end) in `data`, framing included, and how many bytes they
+    take. `verify` checks the payloads' CRCs too (lengths' CRCs are always checked)."""
+    spans: list[tuple[int, int]] = []
+    position, size = 0, len(data)
+    while position + HEADER <= size:
+        length, crc = _HEADER.unpack_from(data, position)
+        if crc != masked_crc(data[position:position + 8]):
+            raise CorruptRecordError(f"{name}: record {number + len(spans)} length fails its "
+                                     f"CRC (it starts at byte {base + position})")
+        end = position + length + FRAMING
+        if end > size:
+            break
+        if verify and (_CRC.unpack_from(data, end - 4)[0]
+                       != masked_crc(data[position + HEADER:end - 4])):
+            raise CorruptRecordError(f"{name}: record {number + len(spans)} payload fails its "
+                                     f"CRC (it starts at byte {base + position})")
+        spans.append((position, end))
+        position = end
+    return spans, position
+
+
+def truncated(name: str, pending: bytes, base: int, number: int) -> CorruptRecordError:
+    """The error for a file's bytes after its last whole record, if any (`pending`, at byte
+    `base`, where its record `number` starts)."""
+    what = "header" if len(pending) < HEADER else "record"
+    return CorruptRecordError(f"{name}: record {number} is truncated (its {what} starts at byte "
+                              f"{base}; {len(pending)} bytes are there)")
+
+
 def read_records(handle: BinaryIO, name: str = "<stream>") -> Iterator[bytes]:
     """Yield payloads, checking both CRCs; a truncated or corrupt file raises."""
-    for framed in _frames(handle, name, verify=True):
-        yield framed[12:-4]
+    for data, start, end in _frames(handle, name, verify=True):
+        yield data[start + HEADER:end - 4]
 
 
 def read_frames(handle: BinaryIO, name: str = "<stream>") -> Iterator[bytes]:
-    """Yield whole framed records as they are (lengths checked, CRCs not recomputed): for
-    copying records between files that p3data itself wrote a moment ago."""
-    return _frames(handle, name, verify=False)
+    """Yield whole framed records as they are (payload CRCs not recomputed): for copying
+    records between files that p3data itself wrote a moment ago."""
+    for data, start, end in _frames(handle, name, verify=False):
+        yield data[start:end]
 
 
-def _frames(handle: BinaryIO, name: str, verify: bool) -> Iterator[bytes]:
-    number = 0
-    while header := handle.read(12):
-        if len(header) < 12:
-            raise CorruptRecordError(f"{name}: record {number} header is truncated")
-        (length,) = struct.unpack("<Q", header[:8])
-        if verify and struct.unpack("<I", header[8:])[0] != masked_crc(header[:8]):
-            raise CorruptRecordError(f"{name}: record {number} length fails its CRC")
-        body = handle.read(length + 4)
-        if len(body) < length + 4:
-            raise CorruptRecordError(f"{name}: record {number} is truncated")
-        if verify and struct.unpack("<I", body[-4:])[0] != masked_crc(body[:-4]):
-            raise CorruptRecordError(f"{name}: record {number} payload fails its CRC")
-        number += 1
-        yield header + body
+def _frames(handle: BinaryIO, name: str, verify: bool) -> Iterator[tuple[bytes, int, int]]:
+    """(block, start, end) of each record, a block at a time (no read per record)."""
+    pending, base, number = b"", 0, 0
+    while block := handle.read(READ_BLOCK):
+        data = pending + block if pending else block
+        spans, used = whole_frames(data, name=name, base=base, number=number, verify=verify)
+        for start, end in spans:
+            yield data, start, end
+        pending, base, number = data[used:], base + used, number + len(spans)
+    if pending:
+        raise truncated(name, pending, base, number)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import bisect
 import fnmatch
 import posixpath
-import struct
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -34,9 +33,9 @@ from p3data.cache.verify import scan
 from p3data.errors import NotFoundError, P3DataError
 from p3data.format import layout
 from p3data.format.example import ExampleDecodeError, ExampleDecoder, FeatureInfo
-from p3data.format.index import FRAMING, HEADER, index_for, read_index, scan_offsets
+from p3data.format.index import index_for, read_index, scan_offsets
 from p3data.format.manifest import Manifest, read_manifest
-from p3data.format.tfrecord import CorruptRecordError, masked_crc
+from p3data.format.tfrecord import HEADER, CorruptRecordError, truncated, whole_frames
 
 Example = dict[str, Any]
 
@@ -225,22 +224,16 @@ def _records(shards: list[_File], workers: int) -> Iterator[tuple[_File, int, by
     pending, base, number, current = b"", 0, 0, None
     for shard, block in _blocks(shards, workers):
         if shard is not current:
-            _check_ended(current, pending, base, number)
+            if pending:
+                raise truncated(current.path, pending, base, number)
             pending, base, number, current = b"", 0, 0, shard
         data = pending + block if pending else block
         frames, used = _frames(data, shard, base, number)
         for offset, payload in frames:
             yield shard, offset, payload
         pending, base, number = data[used:], base + used, number + len(frames)
-    _check_ended(current, pending, base, number)
-
-
-def _check_ended(shard: _File | None, pending: bytes, base: int, number: int) -> None:
-    """A shard's bytes after its last whole record: a truncated record."""
     if pending:
-        what = "header" if len(pending) < HEADER else "record"
-        raise CorruptRecordError(f"{shard.path}: record {number} is truncated (its {what} "
-                                 f"starts at byte {base}; {len(pending)} bytes are there)")
+        raise truncated(current.path, pending, base, number)
 
 
 def _blocks(shards: list[_File], workers: int) -> Iterator[tuple[_File, bytes]]:
@@ -272,22 +265,8 @@ def _frames(data: bytes, shard: _File, base: int,
             number: int) -> tuple[list[tuple[int, bytes]], int]:
     """The whole records at the start of `data` (byte `base` of `shard`, where its record
     `number` starts) as (offset, payload), CRCs checked, and how many bytes they take."""
-    frames, position, size = [], 0, len(data)
-    while position + HEADER <= size:
-        length, crc = struct.unpack_from("<QI", data, position)
-        if crc != masked_crc(data[position:position + 8]):
-            raise CorruptRecordError(f"{shard.path}: record {number + len(frames)} length "
-                                     f"fails its CRC (it starts at byte {base + position})")
-        end = position + length + FRAMING
-        if end > size:
-            break
-        payload = data[position + HEADER:end - 4]
-        if struct.unpack_from("<I", data, end - 4)[0] != masked_crc(payload):
-            raise CorruptRecordError(f"{shard.path}: record {number + len(frames)} payload "
-                                     f"fails its CRC (it starts at byte {base + position})")
-        frames.append((base + position, payload))
-        position = end
-    return frames, position
+    spans, used = whole_frames(data, name=shard.path, base=base, number=number)
+    return [(base + start, data[start + HEADER:end - 4]) for start, end in spans], used
 
 
 def _decode(decoder: ExampleDecoder, batch: list[tuple[_File, int, bytes]]) -> list[Example]:
