@@ -67,10 +67,11 @@ SplitPlan = SplitAssembly | SplitSummary  # what stage 2 does with a task split
 
 
 class _TasksDoFn(beam.DoFn):
-    """Stage 2 and 3 steps, which need the settings and the tasks being built."""
+    """Stage 2 and 3 steps, which need the settings (not the model) and the tasks being
+    built."""
 
     def __init__(self, config: CacheConfig, tasks: dict[str, TaskInfo]):
-        self.config, self.tasks = config, tasks
+        self.config, self.tasks = config.without_model(), tasks
 
 
 class PlanSplit(_TasksDoFn):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 from helpers.cache import run_cache, tree
 
@@ -36,3 +38,22 @@ def test_dask_cluster_with_two_worker_processes(in_process, tmp_path):
         run_cache(tmp_path, "--tasks", TASKS, "--rows-per-shard", "4", "--runner=DaskRunner",
                   f"--dask_client_address={cluster.scheduler_address}")
     assert tree(tmp_path) == in_process
+
+
+def test_only_the_tokenizing_step_ships_the_model(tmp_path):
+    """Beam pickles (and compresses) every step's settings more than once: the model goes with
+    the step that tokenizes only; the others carry its digest, which the manifest records."""
+    from apache_beam.internal import pickler
+
+    from p3data.cache.plan import CacheConfig
+    from p3data.vocab import SAMPLE_VOCAB
+    from pipelines.cache import CompleteTask, PlanSplit, RenderShard
+
+    model = SAMPLE_VOCAB.read_bytes()
+    config = CacheConfig(output_dir=str(tmp_path), vocab_model=model)
+    assert pickler.loads(pickler.dumps(RenderShard(config))).config.vocab_model == model
+    for step in (PlanSplit(config, {}), CompleteTask(config, {})):
+        shipped = pickler.loads(pickler.dumps(step)).config
+        assert shipped.vocab_model == b""
+        assert shipped.vocab_sha256 == hashlib.sha256(model).hexdigest()
+        assert shipped.without_model() == shipped

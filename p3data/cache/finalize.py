@@ -369,8 +369,7 @@ def finalize_task(config: CacheConfig, info: TaskInfo,
                                 template_digest(template)),
         score_eval=info.spec.score_eval, sources=info.sources,
         split_mapping={s: info.spec.split_mapping[s] for s in info.splits},
-        vocabulary=VocabularyRecord(hashlib.sha256(config.vocab_model).hexdigest(),
-                                    config.extra_ids),
+        vocabulary=VocabularyRecord(config.vocab_sha256, config.extra_ids),
         seed=config.seed, layout="p3" if config.p3_layout else "seqio",
         splits={split: by_split[split].record for split in info.splits})
     present = set(fs.files_in(folder))

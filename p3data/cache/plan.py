@@ -11,7 +11,7 @@ import hashlib
 import json
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from p3data import __version__, fs, t0
 from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
@@ -94,9 +94,17 @@ class CacheConfig:
     # A task split fails when more of its rows than this fail to render (drops by T0's row
     # rule are not failures). Not in the fingerprint: it decides success, not the bytes.
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
+    vocab_sha256: str = ""  # of `vocab_model`, set from it (kept by `without_model`)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "output_dir", fs.canonical(self.output_dir))
+        if self.vocab_model:
+            object.__setattr__(self, "vocab_sha256", hashlib.sha256(self.vocab_model).hexdigest())
+
+    def without_model(self) -> CacheConfig:
+        """These settings for the steps after tokenizing, which need only the model's digest:
+        Beam pickles and compresses each step's settings more than once."""
+        return replace(self, vocab_model=b"")
 
     @property
     def workdir(self) -> WorkDir:
@@ -155,7 +163,7 @@ def _fingerprint(config: CacheConfig, spec: t0.TaskSpec, sources: dict) -> str:
         "p3data": __version__, "format": FORMAT_VERSION, "task": spec.name,
         "template": [spec.template.id, template_digest(spec.template)],
         "score_eval": spec.score_eval, "splits": spec.split_mapping, "sources": sources,
-        "vocab": hashlib.sha256(config.vocab_model).hexdigest(), "extra_ids": config.extra_ids,
+        "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
         "seed": config.seed, "shards": config.shards, "p3_layout": config.p3_layout,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
