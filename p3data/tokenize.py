@@ -198,22 +198,31 @@ def _child_base(unit: int) -> int:
     return (unit >> 10) << ((unit & (1 << 9)) >> 6)
 
 
-def _rules_skip(charsmap: bytes, chars: str) -> bool:
-    """Whether no key of a precompiled normalization rule set holds any of the ASCII `chars`.
-
-    The charsmap is a 4-byte size, a darts-clone double array of the keys' UTF-8 bytes, then the
-    rules' outputs. A key holding a byte passes a unit labeled with it which ends a key or has
-    children (child `c` of unit `i` is unit `i ^ base ^ c`, labeled `c`): every such unit must
-    be a dead end (an unused one may carry any label: it must be a dead end too).
-    """
-    if not charsmap:
-        return True
+def _trie_units(charsmap: bytes) -> array | None:
+    """The darts-clone double array of a precompiled charsmap (a 4-byte size, the array of
+    32-bit units, then the rules' outputs); None if the size does not fit."""
     size = int.from_bytes(charsmap[:4], "little")
     if size % 4 or size > len(charsmap) - 4:
-        return False
+        return None
     units = array("I", charsmap[4:4 + size])
     if sys.byteorder == "big":
         units.byteswap()
+    return units
+
+
+def _rules_skip(charsmap: bytes, chars: str) -> bool:
+    """Whether no key of a precompiled normalization rule set holds any of the ASCII `chars`.
+
+    The charsmap's double array holds the keys' UTF-8 bytes (`_trie_units`). A key holding a byte
+    passes a unit labeled with it which ends a key or has children (child `c` of unit `i` is
+    unit `i ^ base ^ c`, labeled `c`): every such unit must be a dead end (an unused one may
+    carry any label: it must be a dead end too).
+    """
+    if not charsmap:
+        return True
+    units = _trie_units(charsmap)
+    if units is None:
+        return False
     labels = set(chars.encode())
     for index, unit in enumerate(units):
         if unit & _LABEL in labels:
@@ -232,12 +241,9 @@ def _rules_hold_only(charsmap: bytes, labels: frozenset[int]) -> bool:
     a walk from the trie's root along units labeled with them reaches a key's end."""
     if not charsmap:
         return False
-    size = int.from_bytes(charsmap[:4], "little")
-    if size % 4 or size > len(charsmap) - 4:
+    units = _trie_units(charsmap)
+    if units is None:
         return True
-    units = array("I", charsmap[4:4 + size])
-    if sys.byteorder == "big":
-        units.byteswap()
     pending = [0]
     while pending:
         base = pending.pop()
