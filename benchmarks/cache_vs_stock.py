@@ -54,13 +54,13 @@ def measure(command: list[str], env: dict[str, str]) -> tuple[float, float, int]
     """(wall seconds, CPU seconds of the whole process tree, peak resident bytes)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     with PeakMemory(process.pid) as memory:
-        _, stderr = process.communicate()
+        stdout, stderr = process.communicate()
     wall = time.monotonic() - start
-    if process.returncode:
-        raise SystemExit(f"{command[0]} failed:\n{stderr[-3000:]}")
+    if process.returncode:  # p3data says why on stdout, in its summary
+        raise SystemExit(f"{command[0]} failed:\n{stderr[-3000:]}{stdout[-3000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, memory.peak

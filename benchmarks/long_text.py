@@ -39,7 +39,7 @@ LONG = BenchSet("long text", LONG_DATASETS, r"imdb_(?!.*score_eval).*|cnn_dailym
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=20_000, help="rows per long-text dataset")
-    parser.add_argument("--short-rows", type=int, default=20_000)
+    parser.add_argument("--short-rows", type=int, default=20_000, help="0 skips the short set")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--skip-stock", action="store_true")
     parser.add_argument("--stock-rows", type=int, help="rows per dataset for stock (default: all)")
@@ -49,6 +49,8 @@ def main() -> None:
     work = Path(args.work)
     lines = []
     for bench, rows in ((LONG, args.rows), (SHORT, args.short_rows)):
+        if not rows:
+            continue
         prose = args.prose and bench is LONG
         name = f"mirror-{bench.name.replace(' ', '-')}{'-prose' if prose else ''}"
         mirror = work / f"{name}-{rows}"
