@@ -74,35 +74,43 @@ def whole_frames(data: bytes, *, name: str, base: int = 0, number: int = 0,
     return spans, position
 
 
-def truncated(name: str, pending: bytes, base: int, number: int) -> CorruptRecordError:
-    """The error for a file's bytes after its last whole record, if any (`pending`, at byte
-    `base`, where its record `number` starts)."""
+def _truncated(name: str, pending: bytes, base: int, number: int) -> CorruptRecordError:
+    """The error for a file's bytes after its last whole record (`pending`, at byte `base`,
+    where its record `number` starts)."""
     what = "header" if len(pending) < HEADER else "record"
     return CorruptRecordError(f"{name}: record {number} is truncated (its {what} starts at byte "
                               f"{base}; {len(pending)} bytes are there)")
 
 
+def records_in_blocks(blocks: Iterable[bytes], *, name: str,
+                      verify: bool = True) -> Iterator[tuple[int, bytes, int, int]]:
+    """Each record of a file given as consecutive blocks of its bytes: (its byte offset in the
+    file, the bytes holding it, its start and end there, framing included). A record split
+    across blocks is joined with the rest of it; bytes left after the last whole one raise."""
+    pending, base, number = b"", 0, 0
+    for block in blocks:
+        data = pending + block if pending else block
+        spans, used = whole_frames(data, name=name, base=base, number=number, verify=verify)
+        for start, end in spans:
+            yield base + start, data, start, end
+        pending, base, number = data[used:], base + used, number + len(spans)
+    if pending:
+        raise _truncated(name, pending, base, number)
+
+
 def read_records(handle: BinaryIO, name: str = "<stream>") -> Iterator[bytes]:
     """Yield payloads, checking both CRCs; a truncated or corrupt file raises."""
-    for data, start, end in _frames(handle, name, verify=True):
+    for _, data, start, end in records_in_blocks(_blocks(handle), name=name):
         yield data[start + HEADER:end - 4]
 
 
 def read_frames(handle: BinaryIO, name: str = "<stream>") -> Iterator[bytes]:
     """Yield whole framed records as they are (payload CRCs not recomputed): for copying
     records between files that p3data itself wrote a moment ago."""
-    for data, start, end in _frames(handle, name, verify=False):
+    for _, data, start, end in records_in_blocks(_blocks(handle), name=name, verify=False):
         yield data[start:end]
 
 
-def _frames(handle: BinaryIO, name: str, verify: bool) -> Iterator[tuple[bytes, int, int]]:
-    """(block, start, end) of each record, a block at a time (no read per record)."""
-    pending, base, number = b"", 0, 0
+def _blocks(handle: BinaryIO) -> Iterator[bytes]:
     while block := handle.read(READ_BLOCK):
-        data = pending + block if pending else block
-        spans, used = whole_frames(data, name=name, base=base, number=number, verify=verify)
-        for start, end in spans:
-            yield data, start, end
-        pending, base, number = data[used:], base + used, number + len(spans)
-    if pending:
-        raise truncated(name, pending, base, number)
+        yield block

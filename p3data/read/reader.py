@@ -22,6 +22,8 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 import msgspec
@@ -35,7 +37,7 @@ from p3data.format import layout
 from p3data.format.example import ExampleDecodeError, ExampleDecoder, FeatureInfo
 from p3data.format.index import index_for, read_index, scan_offsets
 from p3data.format.manifest import Manifest, read_manifest
-from p3data.format.tfrecord import HEADER, CorruptRecordError, truncated, whole_frames
+from p3data.format.tfrecord import HEADER, CorruptRecordError, records_in_blocks, whole_frames
 
 Example = dict[str, Any]
 
@@ -221,19 +223,10 @@ def shard_records(paths: Sequence[str], *, workers: int = 1) -> Iterator[bytes]:
 
 def _records(shards: list[_File], workers: int) -> Iterator[tuple[_File, int, bytes]]:
     """(shard, byte offset, payload) of every record of `shards`, in order, CRCs checked."""
-    pending, base, number, current = b"", 0, 0, None
-    for shard, block in _blocks(shards, workers):
-        if shard is not current:
-            if pending:
-                raise truncated(current.path, pending, base, number)
-            pending, base, number, current = b"", 0, 0, shard
-        data = pending + block if pending else block
-        frames, used = _frames(data, shard, base, number)
-        for offset, payload in frames:
-            yield shard, offset, payload
-        pending, base, number = data[used:], base + used, number + len(frames)
-    if pending:
-        raise truncated(current.path, pending, base, number)
+    for shard, blocks in groupby(_blocks(shards, workers), key=itemgetter(0)):
+        for offset, data, start, end in records_in_blocks(map(itemgetter(1), blocks),
+                                                          name=shard.path):
+            yield shard, offset, data[start + HEADER:end - 4]
 
 
 def _blocks(shards: list[_File], workers: int) -> Iterator[tuple[_File, bytes]]:
