@@ -21,6 +21,7 @@ import hashlib
 import logging
 import math
 import re
+import struct
 import sys
 from array import array
 from bisect import bisect_right
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from itertools import accumulate, chain, filterfalse, islice
 from typing import NamedTuple, Protocol
 
+import numpy as np
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
@@ -55,6 +57,7 @@ _MATCHABLE = (_PIECE.NORMAL, _PIECE.USER_DEFINED, _PIECE.UNUSED)
 _UNKNOWN_PENALTY = 10.0
 # Float32 exponents of a text's score magnitude (see `WordMemo`): beyond any text's, below any.
 _ALWAYS, _NEVER = 1 << 20, -(1 << 20)
+_FLOAT32 = struct.Struct("f")
 
 _LOG = logging.getLogger(__name__)
 
@@ -270,6 +273,7 @@ class MemoStats:
 
     texts: int = 0
     plain_texts: int = 0
+    resegmented_texts: int = 0  # texts with words segmented again in place (`_resegmented`)
     pieces: int = 0  # memo keys looked up: sentences, or (raw text) first sentences, runs, rests
     new_pieces: int = 0
     new_sentences: int = 0  # sentences segmented (new pieces, and the new sentences of runs)
@@ -324,8 +328,9 @@ class WordMemo:
     per piece, in the text and alone, at a magnitude bounded by the summed magnitudes of the
     text's words plus the word's own worst case: a word's margin over its runner-up
     (`NBestEncode`) must beat that for both paths, twice over. Each word keeps the largest
-    exponent of the text's magnitude at which it does; a text beyond one of its words'
-    exponents is encoded plainly. Words holding a user-defined piece are never trusted
+    exponent of the text's magnitude at which it does. In a text beyond some of its words'
+    exponents, those words are segmented again where they stand (`_resegmented`), else the text
+    is encoded plainly. Words holding a user-defined piece are never trusted
     (`NBestEncode` scores those pieces by characters, `Encode` by bytes), nor words whose ids
     are not NBest's best. BPE merges by single piece scores: nothing to guard.
     """
@@ -351,6 +356,12 @@ class WordMemo:
         self._scores = [unknown if p.type == _PIECE.UNKNOWN else p.score for p in proto.pieces]
         user_defined = [re.escape(p.piece) for p in proto.pieces if p.type == _PIECE.USER_DEFINED]
         self._user_defined = re.compile("|".join(user_defined)) if user_defined else None
+        if self._guarded:  # what `_resegmented` reads
+            self._normal = {p.piece: i for i, p in enumerate(proto.pieces)
+                            if p.type == _PIECE.NORMAL}
+            self._longest = max(map(len, self._normal), default=0)
+            self._foldable = np.array([p.type == _PIECE.NORMAL for p in proto.pieces])
+            self._scores32 = np.array(self._scores, np.float32)
 
     @property
     def held(self) -> tuple[int, int]:
@@ -370,11 +381,16 @@ class WordMemo:
         found: list[_Entry | None] = []
         for sentences in split:
             entry = _joined(list(map(memo.__getitem__, sentences)))
-            guarded = self._guarded and math.frexp(entry.magnitude)[1] > entry.exponent
-            found.append(None if guarded else entry)
+            if self._guarded:
+                exponent = math.frexp(entry.magnitude)[1]
+                if exponent > entry.exponent:
+                    entry = self._resegmented(sentences, exponent)
+                    self.stats.resegmented_texts += entry is not None
+            found.append(entry)
         self.stats.texts += len(split)
         self.stats.plain_texts += found.count(None)
         memo.bound(SENTENCE_MEMO_CHARS)
+        self._words.bound(WORD_MEMO_CHARS)  # `_resegmented` may have added some
         return found
 
     def _add_sentences(self, keys: set[str]) -> None:
@@ -391,6 +407,16 @@ class WordMemo:
         self._sentences.add(runs, joined)
 
     def _add_single_sentences(self, keys: list[str]) -> None:
+        split = self._split_words(keys)
+        self.stats.new_words += self._add_words(split)
+        get = self._words.__getitem__
+        self._sentences.add(keys, [_joined(list(map(get, words))) for words in split])
+        self.stats.new_sentences += len(keys)
+        self.stats.words += sum(map(len, split))
+        self._words.bound(WORD_MEMO_CHARS)
+
+    def _split_words(self, keys: list[str]) -> list[list[str]]:
+        """The word keys of sentence keys."""
         if self.raw:  # a raw piece's key stands for it (`_raw_pieces`); normalized, it starts
             # with the dummy prefix's ▁ unless it is empty: it has no head
             texts = [k[:-1] if k.endswith(_CUT) else k + "." for k in keys]
@@ -399,30 +425,24 @@ class WordMemo:
             others = [i for i, words in enumerate(split) if words is None]
             for i, text in zip(others, self._normalize([texts[i] for i in others]), strict=True):
                 split[i] = text[1:].split(WORD_START) if text else []
-        else:
-            split = [text.split(WORD_START) for text in keys]
-            for words in split:
-                if words[0]:
-                    words[0] += WORD_START  # the head's key
-                else:
-                    del words[0]
-        memo = self._words
-        missing = set(filterfalse(memo.__contains__, chain.from_iterable(split)))
-        if missing:
-            self._add_words(missing)
-        get = memo.__getitem__
-        self._sentences.add(keys, [_joined(list(map(get, words))) for words in split])
-        self.stats.new_sentences += len(keys)
-        self.stats.words += sum(map(len, split))
-        self.stats.new_words += len(missing)
-        memo.bound(WORD_MEMO_CHARS)
+            return split
+        split = [text.split(WORD_START) for text in keys]
+        for words in split:
+            if words[0]:
+                words[0] += WORD_START  # the head's key
+            else:
+                del words[0]
+        return split
 
-    def _add_words(self, keys: set[str]) -> None:
-        keys = list(keys)
-        texts = [key[:-1] if key.endswith(WORD_START) else WORD_START + key for key in keys]
-        encoded = self._processor.encode(texts, num_threads=1)
-        self._words.add(keys, list(map(self._guard, texts, encoded)) if self._guarded
-                        else list(map(_entry, encoded)))
+    def _add_words(self, split: list[list[str]]) -> int:
+        """Segment the words of these sentences not held yet; how many there were."""
+        keys = list(set(filterfalse(self._words.__contains__, chain.from_iterable(split))))
+        if keys:
+            texts = list(map(_word_text, keys))
+            encoded = self._processor.encode(texts, num_threads=1)
+            self._words.add(keys, list(map(self._guard, texts, encoded)) if self._guarded
+                            else list(map(_entry, encoded)))
+        return len(keys)
 
     def _guard(self, text: str, ids: list[int]) -> _Entry:
         """The word's entry, with the largest exponent at which rounding cannot change it."""
@@ -449,6 +469,101 @@ class WordMemo:
         if math.ldexp(1.0, math.frexp(own)[1] - 24) >= allowed:
             return _entry(ids, -best, _NEVER)
         return _entry(ids, -best, math.ceil(24 + math.log2(allowed)) - 1)
+
+    def _resegmented(self, keys: list[str], exponent: int) -> _Entry | None:
+        """The entry of a text (its sentence keys) whose score magnitude has this exponent,
+        beyond that of some of its words, or None if it must be encoded plainly.
+
+        Where no piece crosses a word boundary, SentencePiece's Viterbi reaches each word from
+        one score: the float32 sum, in order, of the scores of the ids before it. Each
+        untrusted word is segmented again from that score as `_segmented` does; the others
+        keep their ids (their exponents allow the text's magnitude).
+        """
+        entries: list[_Entry] = []
+        before: list[bytes] = []  # varints not yet summed into `score`
+        score = 0.0
+        for part in self._parts(keys, exponent):
+            if isinstance(part, str):
+                score = self._summed(score, b"".join(before))
+                segmented = None if score is None else self._segmented(part, score)
+                if segmented is None:
+                    return None
+                ids, score = segmented
+                part = _entry(ids)
+                before = []
+            else:
+                before.append(part.varints)
+            entries.append(part)
+        return _joined(entries)
+
+    def _parts(self, keys: list[str], exponent: int) -> list[_Entry | str]:
+        """Sentence keys as entries that allow the exponent, and the normalized text of each
+        word that does not, from runs down to sentences and words."""
+        parts: list[_Entry | str] = []
+        for key in keys:
+            if key not in self._sentences:  # dropped by `bound` since
+                self._add_sentences({key})
+            entry = self._sentences[key]
+            if entry.exponent >= exponent:
+                parts.append(entry)
+            elif self.raw and _is_run(key):
+                parts += self._parts(key.split(RAW_SENTENCE_END), exponent)
+            else:
+                split = self._split_words([key])
+                self._add_words(split)
+                for word in split[0]:
+                    entry = self._words[word]
+                    parts.append(entry if entry.exponent >= exponent else _word_text(word))
+        return parts
+
+    def _summed(self, score: float, varints: bytes) -> float | None:
+        """`score` plus the scores of these ids, one at a time in float32, as the Viterbi sums
+        them along its best path; None if an id is not a normal piece (those merged, split
+        into bytes or scored otherwise)."""
+        ids = unpacked(varints)
+        if not self._foldable[ids].all():
+            return None
+        sums = np.add.accumulate(np.append(np.float32(score), self._scores32[ids]))
+        return float(sums[-1])
+
+    def _segmented(self, text: str, score: float) -> tuple[list[int], float] | None:
+        """A normalized word's ids and the score after it, reached from `score`, as
+        SentencePiece's optimized Viterbi finds them; None if a character is unknown or a
+        user-defined piece matches (scored otherwise).
+
+        At each end the best candidate so far is kept: a piece's score plus the score at its
+        start, added and compared in double precision, kept as float32. Starts are tried in
+        order and only a greater score replaces a kept one, so of equal scores the earliest
+        start wins.
+        """
+        if self._user_defined and self._user_defined.search(text):
+            return None
+        normal, scores = self._normal, self._scores
+        best: list[tuple[float, int, int] | None] = [None] * (len(text) + 1)
+        best[0] = (score, 0, 0)
+        for start in range(len(text)):
+            if text[start] not in normal:
+                return None  # unknown: scored in float32, merged with its neighbours
+            reached = best[start][0]
+            for end in range(start + 1, min(len(text), start + self._longest) + 1):
+                piece = normal.get(text[start:end])
+                if piece is not None:
+                    candidate = scores[piece] + reached
+                    kept = best[end]
+                    if kept is None or candidate > kept[0]:
+                        best[end] = (_FLOAT32.unpack(_FLOAT32.pack(candidate))[0], start, piece)
+        ids = []
+        end = len(text)
+        while end:
+            _, end, piece = best[end]
+            ids.append(piece)
+        ids.reverse()
+        return ids, best[-1][0]
+
+
+def _word_text(key: str) -> str:
+    """The normalized text of a word key: ▁ and the word, or a head without its ▁."""
+    return key[:-1] if key.endswith(WORD_START) else WORD_START + key
 
 
 def _plain_ascii(text: str) -> bool:

@@ -135,14 +135,38 @@ def test_a_model_whose_pieces_cross_words_is_encoded_plainly(models, generated):
     assert _encode(tokenizer, generated) == _plain(models["crossing"], generated)
 
 
-def test_ties_in_long_texts_are_encoded_plainly():
+def _sample_with_dotted_piece() -> bytes:
+    """The sample model with a user-defined piece holding ".": raw text is not cut then."""
+    proto = model_pb2.ModelProto.FromString(SAMPLE_VOCAB.read_bytes())
+    proto.pieces.add(piece="<.>", score=0.0, type=model_pb2.ModelProto.SentencePiece.USER_DEFINED)
+    return proto.SerializeToString()
+
+
+TIES = ["later....", "====", "===", "x===y", "....", "!!!!", "2de....", "ok...."]
+
+
+def _tie_texts(seed: int) -> list[str]:
+    """Texts of 1 to 6000 words (score magnitudes of 2**3 to 2**16) with one to three words
+    that tie alone ("." + "..." against "..." + "."), anywhere: first, last, before ". "."""
+    rng = random.Random(seed)
+    filler = ["The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog.", "and"]
+    texts = []
+    for length in [1, 2, 5, 30, 100, 400, 1000, 2500, 6000] * 12:
+        words = rng.choices(filler, k=length)
+        for _ in range(rng.randint(1, 3)):
+            words.insert(rng.choice([0, len(words), rng.randint(0, len(words))]),
+                         rng.choice(TIES))
+        texts.append(" ".join(words) + rng.choice(["", ".", " and more words after it."]))
+    return texts
+
+
+@pytest.mark.parametrize("model", [SAMPLE_VOCAB.read_bytes(), _sample_with_dotted_piece()],
+                         ids=["raw cuts", "normalized sentences"])
+def test_ties_in_long_texts_are_segmented_where_they_stand(model):
     """Alone, "▁later...." and "▁===" have two segmentations of exactly the same score; in a long
-    text SentencePiece's float32 sums break the tie either way: such texts go to plain encoding."""
-    model = SAMPLE_VOCAB.read_bytes()
-    rng = random.Random(5)
-    filler = ["The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "and"]
-    texts = [" ".join(rng.choices(filler, k=rng.randint(500, 3000)) + [tie])
-             + " and more words after it." for tie in ["later....", "===", "x===y"] * 10]
+    text SentencePiece's float32 sums break the tie either way: such words are segmented again
+    from the score of the text before them, and give exactly SentencePiece's ids."""
+    texts = _tie_texts(5)
     words = model_pb2.ModelProto.FromString(with_extra_ids(model, EXTRA_IDS))
     words.normalizer_spec.CopyFrom(model_pb2.NormalizerSpec(
         name="identity", add_dummy_prefix=False, escape_whitespaces=False,
@@ -154,8 +178,23 @@ def test_ties_in_long_texts_are_encoded_plainly():
                      for i in word] for text in normalized]
     assert word_by_word != plain  # the guard is needed
     tokenizer = Tokenizer(model, EXTRA_IDS)
-    assert tokenizer.encode(texts) == plain
-    assert tokenizer.memo.stats.plain_texts == len(texts)
+    assert tokenizer.memo.raw is (model == SAMPLE_VOCAB.read_bytes())
+    assert [ids for i in range(0, len(texts), 50)
+            for ids in tokenizer.encode(texts[i:i + 50])] == plain
+    stats = tokenizer.memo.stats
+    assert stats.plain_texts == 0 and stats.resegmented_texts > len(texts) / 3
+
+
+def test_ties_after_unknown_characters_or_with_extra_ids_are_encoded_plainly():
+    """Merged unknown characters (scored one by one) before a tie, or a user-defined piece
+    (scored by length) in the text: its score is not a sum of piece scores, so plain encoding."""
+    model = SAMPLE_VOCAB.read_bytes()
+    long = " ".join(["The quick brown fox jumps over the lazy dog."] * 300)
+    texts = [f"{long} ᚠᚠ later....", f"{long} later.... <extra_id_3>", f"{long} later...."]
+    tokenizer = Tokenizer(model, EXTRA_IDS)
+    assert tokenizer.encode(texts) == _plain(model, texts)
+    stats = tokenizer.memo.stats
+    assert (stats.plain_texts, stats.resegmented_texts) == (2, 1)
 
 
 def test_memos_stay_bounded(models, generated, monkeypatch):
