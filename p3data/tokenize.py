@@ -62,6 +62,11 @@ _FLOAT32 = struct.Struct("f")
 _LOG = logging.getLogger(__name__)
 
 
+def _float32(value: float) -> float:
+    """`value` rounded to float32, as C++ stores a double in a float."""
+    return _FLOAT32.unpack(_FLOAT32.pack(value))[0]
+
+
 def with_extra_ids(model: bytes, extra_ids: int) -> bytes:
     """The model proto seqio's `SentencePieceVocabulary(extra_ids=...)` tokenizes with."""
     proto = model_pb2.ModelProto.FromString(model)
@@ -362,6 +367,9 @@ class WordMemo:
             self._longest = max(map(len, self._normal), default=0)
             self._foldable = np.array([p.type == _PIECE.NORMAL for p in proto.pieces])
             self._scores32 = np.array(self._scores, np.float32)
+            self._unknown_id = next(
+                (i for i, p in enumerate(proto.pieces) if p.type == _PIECE.UNKNOWN), -1)
+            self._unknown_score = _float32(unknown)
 
     @property
     def held(self) -> tuple[int, int]:
@@ -528,8 +536,8 @@ class WordMemo:
 
     def _segmented(self, text: str, score: float) -> tuple[list[int], float] | None:
         """A normalized word's ids and the score after it, reached from `score`, as
-        SentencePiece's optimized Viterbi finds them; None if a character is unknown or a
-        user-defined piece matches (scored otherwise).
+        SentencePiece's optimized Viterbi finds them; None if they hold an unknown character or
+        a user-defined piece matches (scored otherwise).
 
         At each end the best candidate so far is kept: a piece's score plus the score at its
         start, added and compared in double precision, kept as float32. Starts are tried in
@@ -542,8 +550,6 @@ class WordMemo:
         best: list[tuple[float, int, int] | None] = [None] * (len(text) + 1)
         best[0] = (score, 0, 0)
         for start in range(len(text)):
-            if text[start] not in normal:
-                return None  # unknown: scored in float32, merged with its neighbours
             reached = best[start][0]
             for end in range(start + 1, min(len(text), start + self._longest) + 1):
                 piece = normal.get(text[start:end])
@@ -551,12 +557,19 @@ class WordMemo:
                     candidate = scores[piece] + reached
                     kept = best[end]
                     if kept is None or candidate > kept[0]:
-                        best[end] = (_FLOAT32.unpack(_FLOAT32.pack(candidate))[0], start, piece)
+                        best[end] = (_float32(candidate), start, piece)
+            if text[start] not in normal:  # an unknown character, added in float32
+                candidate = _float32(self._unknown_score + reached)
+                kept = best[start + 1]
+                if kept is None or candidate > kept[0]:
+                    best[start + 1] = (candidate, start, self._unknown_id)
         ids = []
         end = len(text)
         while end:
             _, end, piece = best[end]
             ids.append(piece)
+        if self._unknown_id in ids:
+            return None  # merged with its neighbours, or split into bytes
         ids.reverse()
         return ids, best[-1][0]
 

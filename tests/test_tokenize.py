@@ -185,16 +185,23 @@ def test_ties_in_long_texts_are_segmented_where_they_stand(model):
     assert stats.plain_texts == 0 and stats.resegmented_texts > len(texts) / 3
 
 
-def test_ties_after_unknown_characters_or_with_extra_ids_are_encoded_plainly():
-    """Merged unknown characters (scored one by one) before a tie, or a user-defined piece
-    (scored by length) in the text: its score is not a sum of piece scores, so plain encoding."""
-    model = SAMPLE_VOCAB.read_bytes()
+def test_tied_words_with_unknown_characters_or_extra_ids():
+    """A tied word is segmented again with unknown characters as candidates; where they win
+    (SentencePiece merges them), where they come before it (scored one by one) or where a
+    user-defined piece is in the text (scored by length), the text is encoded plainly."""
+    proto = model_pb2.ModelProto.FromString(SAMPLE_VOCAB.read_bytes())
+    proto.pieces.add(piece="ᚠᚠ", score=-5.0)  # "ᚠ" alone is unknown
+    model = proto.SerializeToString()
     long = " ".join(["The quick brown fox jumps over the lazy dog."] * 300)
-    texts = [f"{long} ᚠᚠ later....", f"{long} later.... <extra_id_3>", f"{long} later...."]
-    tokenizer = Tokenizer(model, EXTRA_IDS)
-    assert tokenizer.encode(texts) == _plain(model, texts)
-    stats = tokenizer.memo.stats
-    assert (stats.plain_texts, stats.resegmented_texts) == (2, 1)
+    texts = {f"{long} later....": True, f"{long} ᚠᚠ....": True, f"{long} ᚠᚠᚠ....": False,
+             f"{long} ᚠ later....": False, f"{long} later.... <extra_id_3>": False}
+    plain = _plain(model, list(texts))
+    assert [2 in ids for ids in plain] == [False, False, True, True, False]  # 2: unknown
+    for text, resegmented in texts.items():
+        tokenizer = Tokenizer(model, EXTRA_IDS)
+        assert tokenizer.encode([text]) == _plain(model, [text])
+        stats = tokenizer.memo.stats
+        assert (stats.resegmented_texts, stats.plain_texts) == (resegmented, not resegmented)
 
 
 def test_memos_stay_bounded(models, generated, monkeypatch):
