@@ -397,8 +397,8 @@ class WordMemo:
             found.append(entry)
         self.stats.texts += len(split)
         self.stats.plain_texts += found.count(None)
-        memo.bound(SENTENCE_MEMO_CHARS)
-        self._words.bound(WORD_MEMO_CHARS)  # `_resegmented` may have added some
+        memo.bound(SENTENCE_MEMO_CHARS)  # both memos, once a batch
+        self._words.bound(WORD_MEMO_CHARS)
         return found
 
     def _add_sentences(self, keys: set[str]) -> None:
@@ -421,7 +421,6 @@ class WordMemo:
         self._sentences.add(keys, [_joined(list(map(get, words))) for words in split])
         self.stats.new_sentences += len(keys)
         self.stats.words += sum(map(len, split))
-        self._words.bound(WORD_MEMO_CHARS)
 
     def _split_words(self, keys: list[str]) -> list[list[str]]:
         """The word keys of sentence keys."""
