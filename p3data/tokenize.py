@@ -367,8 +367,7 @@ class WordMemo:
             self._longest = max(map(len, self._normal), default=0)
             self._foldable = np.array([p.type == _PIECE.NORMAL for p in proto.pieces])
             self._scores32 = np.array(self._scores, np.float32)
-            self._unknown_id = next(
-                (i for i, p in enumerate(proto.pieces) if p.type == _PIECE.UNKNOWN), -1)
+            self._unknown_id = self._processor.unk_id()
             self._unknown_score = _float32(unknown)
 
     @property
