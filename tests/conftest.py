@@ -36,3 +36,15 @@ def samples_in_seqio(t0_tasks):
             yield t0_tasks
         finally:
             set_vocabulary(None)
+
+
+@pytest.fixture(scope="session")
+def demo_cache(tmp_path_factory) -> Path:
+    """What `make demo` builds: the whole t0_train mixture (313 tasks) from the bundled samples
+    with the sample vocabulary, once a session, for the tests that train on it."""
+    from helpers.cache import run_cache
+
+    out = tmp_path_factory.mktemp("demo") / "t0_train"
+    run_cache(out, "--mixture", "t0_train", "--direct_num_workers=2",
+              "--direct_running_mode=multi_processing")
+    return out
