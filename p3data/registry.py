@@ -24,7 +24,12 @@ from p3data.vocab import EXTRA_IDS, vocabulary_path
 
 
 class ConfiguredVocabulary(seqio.SentencePieceVocabulary):
-    """A SentencePiece vocabulary (with T5's extra ids) whose file is chosen lazily."""
+    """A SentencePiece vocabulary (with T5's extra ids) whose file is chosen lazily.
+
+    It is, and compares equal to, `seqio.SentencePieceVocabulary(<the chosen file>,
+    extra_ids=100)` before and after first use: seqio compares vocabularies by their pickled
+    state, and T5X refuses to train when the model's vocabulary and the task's differ.
+    """
 
     def __init__(self) -> None:
         super().__init__(sentencepiece_model_file="", extra_ids=EXTRA_IDS)
@@ -37,6 +42,10 @@ class ConfiguredVocabulary(seqio.SentencePieceVocabulary):
     @property
     def sentencepiece_model_file(self) -> str:
         return self._sentencepiece_model_file or vocabulary_path()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        return {**state, "_sentencepiece_model_file": self.sentencepiece_model_file}
 
 
 VOCABULARY = ConfiguredVocabulary()

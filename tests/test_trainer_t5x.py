@@ -1,0 +1,121 @@
+"""T5X, as far as CI can go without it (T5X is not on PyPI): its vocabulary check passes with
+the README's gin settings, before and after the vocabulary is first used, and seqio reads the
+cache as T5X asks it to (`use_cached=True`, packed by `EncDecFeatureConverter`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import gin
+import pytest
+
+from p3data.vocab import SAMPLE_VOCAB, T5_VOCAB
+
+GIN = Path(__file__).resolve().parents[1] / "examples" / "t5x" / "t0_vocabulary.gin"
+# What T5X's T5 gin files (t5_1_1/base.gin and its siblings) say of the vocabulary.
+T5X_MODEL_GIN = """
+from __gin__ import dynamic_registration
+import seqio
+import test_trainer_t5x
+VOCABULARY = @seqio.SentencePieceVocabulary()
+seqio.SentencePieceVocabulary.sentencepiece_model_file = \
+    "gs://t5-data/vocabs/cc_all.32000.100extra/sentencepiece.model"
+test_trainer_t5x.encoder_decoder_model:
+  input_vocabulary = %VOCABULARY
+  output_vocabulary = %VOCABULARY
+"""
+
+
+def encoder_decoder_model(*, input_vocabulary, output_vocabulary):
+    """Stands for `t5x.models.EncoderDecoderModel`: what gin hands the model."""
+    return input_vocabulary, output_vocabulary
+
+
+def t5x_vocabulary_check(task: str, model_vocabularies: tuple) -> None:
+    """T5X's `verify_matching_vocabs`, as it compares (`!=` on seqio vocabularies)."""
+    import seqio
+
+    features = seqio.get_mixture_or_task(task).output_features
+    if (features["inputs"].vocabulary != model_vocabularies[0]
+            or features["targets"].vocabulary != model_vocabularies[1]):
+        raise ValueError("Model and Task vocabularies do not match")
+
+
+def run_python(code: str, *args: str, env: dict[str, str] | None = None) -> str:
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                            timeout=600, env={**os.environ, **(env or {})})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_the_tasks_vocabulary_equals_seqios_before_and_after_first_use():
+    """In a fresh process, so the registry's vocabulary has not been used yet."""
+    probe = """
+import pickle, sys
+import seqio
+import p3data.tasks
+from test_trainer_t5x import t5x_vocabulary_check
+path = sys.argv[1]
+task = seqio.get_mixture_or_task("super_glue_copa_exercise").output_features["inputs"].vocabulary
+model = seqio.SentencePieceVocabulary(path, extra_ids=100)
+t5x_vocabulary_check("t0_train", (model, model))
+assert model == task and task == model and pickle.loads(pickle.dumps(task)) == model
+assert task.vocab_size == 7341  # first use: the model is loaded
+t5x_vocabulary_check("t0_train", (model, model))
+assert model == task and pickle.loads(pickle.dumps(task)) == model
+for other in (seqio.SentencePieceVocabulary(path), seqio.SentencePieceVocabulary("x.model", 100)):
+    assert task != other and other != task
+print("ok")
+"""
+    env = {"P3DATA_VOCAB": str(SAMPLE_VOCAB),
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+    assert run_python(probe, str(SAMPLE_VOCAB), env=env).strip().endswith("ok")
+
+
+@pytest.fixture
+def gin_config():
+    yield gin
+    gin.clear_config(clear_constants=True)
+
+
+def test_t5x_passes_its_vocabulary_check_with_the_readme_gin(t0_tasks, gin_config,
+                                                            monkeypatch):
+    monkeypatch.delenv("P3DATA_VOCAB", raising=False)  # the tasks' default: T5's model
+    gin_config.parse_config(T5X_MODEL_GIN)
+    model = gin_config.get_configurable(encoder_decoder_model)
+    with pytest.raises(ValueError, match="do not match"):  # T5X's gin files alone
+        t5x_vocabulary_check("t0_train", model())
+    gin_config.parse_config_file(str(GIN))
+    t5x_vocabulary_check("t0_train", model())
+    assert model()[0].sentencepiece_model_file == T5_VOCAB
+
+
+def test_seqio_reads_the_cache_packed_as_t5x_asks(demo_cache):
+    probe = """
+import sys
+import numpy as np
+import seqio
+import p3data.tasks
+seqio.add_global_cache_dirs([sys.argv[1]])
+ds = seqio.get_dataset("t0_train", task_feature_lengths={"inputs": 256, "targets": 128},
+                       dataset_split="train", use_cached=True, shuffle=True, seed=0,
+                       feature_converter=seqio.EncDecFeatureConverter(pack=True))
+batches = list(ds.batch(8).take(3).as_numpy_iterator())
+for batch in batches:
+    for name, value in sorted(batch.items()):
+        print(name, value.dtype, value.shape)
+segments = np.concatenate([b["encoder_segment_ids"] for b in batches])
+print("examples per row", segments.max(axis=1).min(), segments.max(axis=1).max())
+"""
+    out = run_python(probe, str(demo_cache), env={"P3DATA_VOCAB": str(SAMPLE_VOCAB)})
+    lines = out.splitlines()
+    for name, length in [("encoder_input_tokens", 256), ("encoder_segment_ids", 256),
+                         ("encoder_positions", 256), ("decoder_target_tokens", 128),
+                         ("decoder_input_tokens", 128), ("decoder_loss_weights", 128),
+                         ("decoder_segment_ids", 128), ("decoder_positions", 128)]:
+        assert lines.count(f"{name} int32 (8, {length})") == 3, out
+    low, high = map(int, lines[-1].split()[-2:])
+    assert low >= 1 and high > 1, out  # rows are packed with several examples
