@@ -17,7 +17,7 @@ install: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[builder,test]'
 	# promptsource 0.1.0 is T0's template set: data for p3data, the reference for the tests.
 	$(PY) -m pip install --quiet --no-deps --ignore-requires-python promptsource==0.1.0
 	touch $(STAMP)

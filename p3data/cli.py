@@ -30,6 +30,7 @@ from p3data.commands import (
     verify,
     vocab,
 )
+from p3data.commands.extras import missing_extra
 from p3data.commands.options import option_hint
 from p3data.errors import P3DataError
 
@@ -77,7 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("p3data: interrupted", file=sys.stderr)
         return 130
-    except Exception:
+    except Exception as err:
+        if (missing := missing_extra(err, args.command)) is not None:
+            print(f"p3data: error: {missing}", file=sys.stderr)
+            return 2
         traceback.print_exc()
         print(BUG, file=sys.stderr)
         return 1

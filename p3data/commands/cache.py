@@ -16,6 +16,7 @@ import sys
 
 from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.commands import console
+from p3data.commands.extras import require
 from p3data.commands.options import add_data_options, positive_int, rate
 from p3data.datasets.shards import ROWS_PER_SHARD
 
@@ -29,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from p3data.cache.summary import summary_table
     from p3data.vocab import read_vocabulary
 
+    require("apache_beam", "pyarrow")
     specs = t0.select(t0.load_definitions(), args.mixture, args.tasks)
     config = CacheConfig(
         output_dir=args.output_dir.rstrip("/"), vocab_model=read_vocabulary(args.vocab),

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import argparse
 
+from p3data.commands.extras import require
+
 
 def run(args: argparse.Namespace) -> int:
     from p3data.p3.compare import compare_with_p3
 
+    require("pyarrow")
     comparison = compare_with_p3(args.cache_dir, args.p3_dir,
                                  progress_every=args.progress_every)
     for line in comparison.lines():

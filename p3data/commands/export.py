@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from p3data.commands.extras import require
 from p3data.commands.options import cache_root, positive_int
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from p3data import export, fs
     from p3data.read import open_cache
 
+    require("pyarrow")
     cache = open_cache(cache_root(args.cache))
     tasks, lacking = export.select_tasks(cache.tasks, args.mixture, args.tasks)
     if lacking:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from p3data.commands.extras import require
 from p3data.commands.options import add_hub_option
 from p3data.errors import P3DataError
 
@@ -77,6 +78,7 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    require("huggingface_hub", "pyarrow")
     if args.verify:
         if args.datasets or args.mixture or args.tasks:
             raise P3DataError("--verify checks a whole mirror: name no datasets, mixtures or "

@@ -12,7 +12,7 @@ from p3data.errors import P3DataError
 def run(args: argparse.Namespace) -> int:
     from p3data import t0
     from p3data.quality.common import TokenCounter
-    from p3data.quality.plan import as_json, format_plan, plan, published_definitions
+    from p3data.quality.plan import as_json, format_plan, plan
 
     if (args.steps is None) != (args.batch_size is None):
         raise P3DataError("--steps and --batch-size go together")
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         examples, basis = args.examples, "as asked"
     result = plan(t0.load_definitions(), args.mixture, TokenCounter(), examples=examples,
-                  basis=basis, published=published_definitions())
+                  basis=basis)
     print(json.dumps(as_json(result), indent=2) if args.json else format_plan(result))
     return 0
 

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from p3data.commands.extras import require
 from p3data.commands.options import cache_root, positive_int, token_lengths, writing
 
 
@@ -18,6 +19,7 @@ def run(args: argparse.Namespace) -> int:
     from p3data import t0
     from p3data.report import collect, render_html, render_markdown
 
+    require("matplotlib")
     start = time.perf_counter()
     report = collect(cache_root(args.cache_dir), split=args.split, lengths=args.lengths,
                      max_records=args.max_records, definitions=t0.load_definitions())

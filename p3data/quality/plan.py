@@ -62,20 +62,17 @@ class Plan:
     basis: str
     tasks: list[TaskPlan]
     vocabulary: str
-    differences: Differences | None  # None: promptsource is not installed to compare with
+    differences: Differences
 
     @property
     def tokens(self) -> float:
         return sum(task.tokens or 0 for task in self.tasks)
 
 
-def published_definitions() -> t0.T0Definitions | None:
+def published_definitions() -> t0.T0Definitions:
     """T0 as released: the bundled catalog and promptsource 0.1.0's templates, nothing else."""
-    folder = promptsource_dir()
-    if folder is None:
-        return None
     return t0.define(Catalog(read_catalog_file(CATALOG_FILE, validate=False)),
-                     TemplateCollection([TemplateSource(folder, "promptsource")]))
+                     TemplateCollection([TemplateSource(promptsource_dir(), "promptsource")]))
 
 
 def mean_tokens(specs: Sequence[t0.TaskSpec], tokens: TokenCounter) -> dict[str, float | None]:
@@ -108,7 +105,8 @@ def plan(
     published: t0.T0Definitions | None = None,
 ) -> Plan:
     """Expected examples and tokens per task when `examples` are drawn from the mixture
-    (default: as many as its total rate, i.e. every task once at its cap)."""
+    (default: as many as its total rate, i.e. every task once at its cap), and how the
+    mixture differs from `published` (default: T0's, `published_definitions()`)."""
     specs = t0.select(definitions, [mixture])
     rule = definitions.mixtures[mixture]
     if not rule.rate_by_cap:
@@ -132,8 +130,8 @@ def plan(
             rate=rates[spec.name], share=share, examples=expected,
             epochs=expected / source_rows if source_rows else None,
             tokens_per_example=mean, tokens=expected * mean if mean is not None else None))
-    differences = (compare(definitions, published, mixture) if published is not None else None)
-    return Plan(mixture, total, examples, basis, tasks, tokens.describe(), differences)
+    return Plan(mixture, total, examples, basis, tasks, tokens.describe(),
+                compare(definitions, published or published_definitions(), mixture))
 
 
 def compare(current: t0.T0Definitions, published: t0.T0Definitions, mixture: str) -> Differences:
@@ -165,7 +163,7 @@ def as_json(result: Plan) -> dict[str, Any]:
         "tokens": round(result.tokens),
         "tokens_measured_with": f"bundled sample rows, {result.vocabulary}",
         "tasks": [asdict(task) for task in result.tasks],
-        "differences": asdict(result.differences) if result.differences is not None else None,
+        "differences": asdict(result.differences),
     }
 
 
@@ -197,8 +195,6 @@ def format_plan(result: Plan) -> str:
 
 def _format_differences(result: Plan) -> str:
     diff = result.differences
-    if diff is None:
-        return "differences from T0's published definition: not computed (no promptsource)"
     if not diff:
         return f"matches T0's published {result.mixture}"
     lines = [f"differences from T0's published {result.mixture}:"]

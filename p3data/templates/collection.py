@@ -1,7 +1,8 @@
 """Where templates come from, and how later sources override earlier ones.
 
-Sources, in order: promptsource's installed template folder, the project's `templates/`
-folder, the folders in `P3DATA_TEMPLATE_DIRS`, then folders given by the caller. A template
+Sources, in order: promptsource 0.1.0's templates (bundled by p3data's build, else an installed
+promptsource 0.1.0), the project's `templates/` folder, the folders in `P3DATA_TEMPLATE_DIRS`,
+then folders given by the caller. A template
 with an id seen before replaces the earlier one (a fix); a new id adds a template. Files are
 found up front but parsed only when their dataset is asked for, so registering tasks for a
 few datasets does not parse hundreds of files.
@@ -10,6 +11,7 @@ few datasets does not parse hundreds of files.
 from __future__ import annotations
 
 import difflib
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -21,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from p3data.dataset_key import DatasetKey
-from p3data.errors import NotFoundError, TemplateFileError
+from p3data.errors import NotFoundError, P3DataError, TemplateFileError
 from p3data.templates.model import Template
 from p3data.templates.yaml_io import read_template_file
 
@@ -37,13 +39,35 @@ class TemplateSource:
     origin: str
 
 
-def promptsource_dir() -> Path | None:
-    """promptsource's template folder, found without importing `promptsource.templates`."""
+# promptsource 0.1.0's templates as p3data's build bundles them (see setup.py)
+BUNDLED_PROMPTSOURCE = Path(__file__).resolve().parents[1] / "data" / "promptsource" / "templates"
+PROMPTSOURCE_VERSION = "0.1.0"
+
+
+class TemplateSetMissing(P3DataError):
+    """promptsource 0.1.0's templates, T0's template set, cannot be found."""
+
+
+def promptsource_dir() -> Path:
+    """promptsource 0.1.0's template folder: the copy p3data's build bundles, else an installed
+    promptsource 0.1.0 (found without importing `promptsource.templates`). Without it T0 has
+    no task, so its absence is an error, never an empty registry."""
+    if BUNDLED_PROMPTSOURCE.is_dir():
+        return BUNDLED_PROMPTSOURCE
+    fix = (f"install p3data from a wheel or an sdist (they carry promptsource "
+           f"{PROMPTSOURCE_VERSION}'s templates), or run `pip install --no-deps "
+           f"--ignore-requires-python promptsource=={PROMPTSOURCE_VERSION}`")
     spec = importlib.util.find_spec("promptsource")
     if spec is None or not spec.submodule_search_locations:
-        return None
+        raise TemplateSetMissing(
+            f"promptsource {PROMPTSOURCE_VERSION}'s templates (T0's) are not installed: {fix}")
     folder = Path(next(iter(spec.submodule_search_locations))) / "templates"
-    return folder if folder.is_dir() else None
+    version = importlib.metadata.version("promptsource")
+    if version != PROMPTSOURCE_VERSION or not folder.is_dir():
+        raise TemplateSetMissing(
+            f"{folder.parent} is promptsource {version} without T0's templates (those of "
+            f"{PROMPTSOURCE_VERSION}): {fix}")
+    return folder
 
 
 def project_dir() -> Path | None:
@@ -56,9 +80,7 @@ def project_dir() -> Path | None:
 
 def default_sources(extra_dirs: Iterable[str | os.PathLike] = ()) -> list[TemplateSource]:
     """promptsource, then the project's folder, then the environment's, then the caller's."""
-    sources = []
-    if (folder := promptsource_dir()) is not None:
-        sources.append(TemplateSource(folder, "promptsource"))
+    sources = [TemplateSource(promptsource_dir(), "promptsource")]
     if (folder := project_dir()) is not None:
         sources.append(TemplateSource(folder, "project"))
     env_dirs = [d for d in os.environ.get(ENV_TEMPLATE_DIRS, "").split(os.pathsep) if d]
