@@ -5,6 +5,7 @@ packed; the packed rows' masks give the same loss as the same examples padded.""
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,16 @@ PADDED = ("encoder_input_tokens", "decoder_target_tokens", "decoder_input_tokens
           "decoder_loss_weights")
 PACKED = (*PADDED, "encoder_segment_ids", "decoder_segment_ids", "encoder_positions",
           "decoder_positions")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """torch on one thread: on a shared CPU its second thread spins waiting for the first (10
+    steps took 8x the CPU time and 7x the time on 2 busy cores, measured)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def tiny_t5(attention: str = "eager") -> T5ForConditionalGeneration:
@@ -163,7 +174,8 @@ def test_masks_of_one_packed_row():
 
 def test_the_hugging_face_example_runs(demo_cache):
     result = subprocess.run([sys.executable, str(ROOT / "examples" / "hf_t5_t0.py"),
-                             str(demo_cache)], capture_output=True, text=True, timeout=900)
+                             str(demo_cache)], capture_output=True, text=True, timeout=900,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})  # as one_thread
     assert result.returncode == 0, result.stderr[-4000:]
     print(result.stdout)
     lines = result.stdout.splitlines()
