@@ -1,6 +1,8 @@
 """The README's training section runs as written: every Python snippet, and every `$ command`
 whose output it shows (compared line by line; a `...` line stands for any lines), in order, in
-a folder where `demo_output/t0_train` is the demo cache and `gs://BUCKET/p3` means it too."""
+a folder where `demo_output/t0_train` is the demo cache and `gs://BUCKET/p3` means it too. A
+snippet that begins `# excerpt of examples/NAME.py` is not run alone: each of its lines (but
+those eliding code with `...`) is a line of that example, which a `$ python` command runs."""
 
 from __future__ import annotations
 
@@ -20,11 +22,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Training with any stack"
 BUCKET = "gs://BUCKET/p3"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+EXCERPT = re.compile(r"# excerpt of (examples/\S+\.py)\n")
 
 
 @dataclass(frozen=True)
 class Snippet:
-    kind: str  # "python" or "shell"
+    kind: str  # "python", "excerpt" or "shell"
     code: str
     expected: tuple[str, ...] = ()  # a command's shown output
 
@@ -43,7 +46,7 @@ def snippets(text: str) -> list[Snippet]:
     found = []
     for language, body in FENCE.findall(text):
         if language == "python":
-            found.append(Snippet("python", body))
+            found.append(Snippet("excerpt" if EXCERPT.match(body) else "python", body))
         elif body.startswith("$ "):
             for command in re.split(r"^\$ ", body, flags=re.MULTILINE)[1:]:
                 lines = command.splitlines()
@@ -74,11 +77,26 @@ def workdir(demo_cache, tmp_path_factory) -> Path:
 
 def test_the_section_has_what_a_user_runs():
     kinds = {snippet.kind for snippet in SNIPPETS}
-    assert kinds == {"python", "shell"} and len(SNIPPETS) >= 8
+    assert kinds == {"python", "excerpt", "shell"} and len(SNIPPETS) >= 8
     assert any("add_global_cache_dirs" in snippet.code for snippet in SNIPPETS)
 
 
-@pytest.mark.parametrize("snippet", SNIPPETS, ids=str)
+def _code(line: str) -> str:
+    """A line without its indentation and trailing comment."""
+    return line.split("  #")[0].strip() if not line.lstrip().startswith("#") else ""
+
+
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind == "excerpt"], ids=str)
+def test_excerpt_is_the_examples_code(snippet):
+    source, *lines = snippet.code.splitlines()
+    example = ROOT / EXCERPT.match(source + "\n").group(1)
+    code = {_code(line) for line in example.read_text().splitlines()}
+    shown = [_code(line) for line in lines if _code(line) and "..." not in line]
+    assert [line for line in shown if line not in code] == [], example
+    assert any(s.code.startswith(f"python {example.relative_to(ROOT)}") for s in SNIPPETS)
+
+
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind != "excerpt"], ids=str)
 def test_snippet_runs_as_written(workdir, snippet):
     env = {**os.environ, "P3DATA_VOCAB": str(SAMPLE_VOCAB), "P3DATA_DATA_DIR": str(SAMPLES_DIR),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}

@@ -199,6 +199,8 @@ class TaskSplit(Sequence[Example]):
             if self._all_features is None:
                 self._all_features = ExampleDecoder(self.features)
             return self._all_features
+        if not self.features and not len(self):  # an empty split's info is `{}`: no example
+            return ExampleDecoder({})            # to have the features: it yields none
         if unknown := [name for name in features if name not in self.features]:
             raise NotFoundError(f"{self.task}/{self.split}: no feature {unknown[0]!r}; it has "
                                 f"{', '.join(self.features)}")
