@@ -20,11 +20,11 @@ import pytest
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
-from p3data import tokenize
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.samples import rendered_texts
 from p3data.templates import TemplateCollection
 from p3data.tokenize import Tokenizer, with_extra_ids, word_split_refusal
+from p3data.tokenize import memo as tokenize_memo
 from p3data.vocab import SAMPLE_VOCAB
 
 EXTRA_IDS = 100
@@ -205,8 +205,8 @@ def test_tied_words_with_unknown_characters_or_extra_ids():
 
 
 def test_memos_stay_bounded(models, generated, monkeypatch):
-    monkeypatch.setattr(tokenize, "SENTENCE_MEMO_CHARS", 2000)
-    monkeypatch.setattr(tokenize, "WORD_MEMO_CHARS", 500)
+    monkeypatch.setattr(tokenize_memo, "SENTENCE_MEMO_CHARS", 2000)
+    monkeypatch.setattr(tokenize_memo, "WORD_MEMO_CHARS", 500)
     tokenizer = Tokenizer(models["sample"], EXTRA_IDS)
     texts = generated[:500]
     for i in range(0, len(texts), 25):
@@ -253,6 +253,6 @@ def test_a_refused_model_is_logged_once(caplog):
 
 def test_sentences_split_after_periods_and_join_back():
     text = "▁One.▁Two▁and.▁Three...▁end."
-    assert tokenize._sentences(text) == ["▁One.", "▁Two▁and.", "▁Three...", "▁end."]
-    assert tokenize._sentences("x\0.▁y") == ["x\0.▁y"]
-    assert all("".join(tokenize._sentences(t)) == t for t in ["", ".▁", "a.▁.▁b", "▁a.▁"])
+    assert tokenize_memo._sentences(text) == ["▁One.", "▁Two▁and.", "▁Three...", "▁end."]
+    assert tokenize_memo._sentences("x\0.▁y") == ["x\0.▁y"]
+    assert all("".join(tokenize_memo._sentences(t)) == t for t in ["", ".▁", "a.▁.▁b", "▁a.▁"])
