@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from p3data.varints import packed
 
-# Float32 exponents of a text's score magnitude (see `WordMemo`): beyond any text's, below any.
+# Float32 exponents of a text's score magnitude (see `segment`): beyond any text's, below any.
 ALWAYS, NEVER = 1 << 20, -(1 << 20)
 
 

@@ -12,26 +12,17 @@ packed ids are a join of a few byte strings.
 from __future__ import annotations
 
 import math
-import re
-import struct
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate, chain, filterfalse, islice
 
-import numpy as np
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
-from p3data.tokenize.checks import (
-    PIECE,
-    RAW_SENTENCE_END,
-    WORD_START,
-    ascii_refusal,
-    raw_cut_refusal,
-)
-from p3data.tokenize.entries import ALWAYS, NEVER, Entry, entry_of, joined
-from p3data.varints import unpacked
+from p3data.tokenize.checks import RAW_SENTENCE_END, WORD_START, ascii_refusal, raw_cut_refusal
+from p3data.tokenize.entries import Entry, entry_of, joined
+from p3data.tokenize.segment import UnigramGuard
 
 # Per process, the sentence and word memos hold at most this many characters of text each
 # between batches (a batch of 512 news articles is ~2M): a memo over it keeps its newest half.
@@ -40,14 +31,6 @@ WORD_MEMO_CHARS = 1 << 20
 SENTENCE_END = "." + WORD_START
 _CUT = "\0"  # marks where to cut a text into sentences, unless the text holds it
 _CUT_SENTENCE_END = "." + _CUT + WORD_START
-# SentencePiece scores an unknown character as the lowest piece score minus this (kUnkPenalty).
-_UNKNOWN_PENALTY = 10.0
-_FLOAT32 = struct.Struct("f")
-
-
-def _float32(value: float) -> float:
-    """`value` rounded to float32, as C++ stores a double in a float."""
-    return _FLOAT32.unpack(_FLOAT32.pack(value))[0]
 
 
 @dataclass
@@ -75,18 +58,10 @@ class WordMemo:
     and a run is looked up whole, so that the templates of a row, which differ around the
     row's text, find its sentences in one lookup.
 
-    Unigram models need a guard. SentencePiece's Viterbi adds float32 scores from the start of
-    the text, so where two segmentations of a word score nearly alike (exact ties are common:
-    "▁" "==" "=" against "▁" "=" "=="), which one it keeps depends on rounding at the magnitude
-    of the text's score so far. Rounding moves a path's score by at most half a float32 spacing
-    per piece, in the text and alone, at a magnitude bounded by the summed magnitudes of the
-    text's words plus the word's own worst case: a word's margin over its runner-up
-    (`NBestEncode`) must beat that for both paths, twice over. Each word keeps the largest
-    exponent of the text's magnitude at which it does. In a text beyond some of its words'
-    exponents, those words are segmented again where they stand (`_resegmented`), else the text
-    is encoded plainly. Words holding a user-defined piece are never trusted
-    (`NBestEncode` scores those pieces by characters, `Encode` by bytes), nor words whose ids
-    are not NBest's best. BPE merges by single piece scores: nothing to guard.
+    Unigram models need a guard (`segment`): where a word's segmentation is near a tie, which
+    one SentencePiece keeps depends on rounding at the magnitude of the text's score so far. In
+    a text beyond some of its words' exponents, those words are segmented again where they
+    stand (`_resegmented`), else the text is encoded plainly.
     """
 
     def __init__(self, proto: model_pb2.ModelProto, normalize: Callable[[list[str]], list[str]]):
@@ -102,22 +77,8 @@ class WordMemo:
         self.stats = MemoStats()
         self._sentences = _Memo()
         self._words = _Memo()
-        self._guarded = proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM
-        unknown = min((p.score for p in proto.pieces if p.type == PIECE.NORMAL),
-                      default=0.0) - _UNKNOWN_PENALTY
-        self._max_magnitude = -unknown
-        # Scores as the segmentation counts them (`_guard`)
-        self._scores = [unknown if p.type == PIECE.UNKNOWN else p.score for p in proto.pieces]
-        user_defined = [re.escape(p.piece) for p in proto.pieces if p.type == PIECE.USER_DEFINED]
-        self._user_defined = re.compile("|".join(user_defined)) if user_defined else None
-        if self._guarded:  # what `_resegmented` reads
-            self._normal = {p.piece: i for i, p in enumerate(proto.pieces)
-                            if p.type == PIECE.NORMAL}
-            self._longest = max(map(len, self._normal), default=0)
-            self._foldable = np.array([p.type == PIECE.NORMAL for p in proto.pieces])
-            self._scores32 = np.array(self._scores, np.float32)
-            self._unknown_id = self._processor.unk_id()
-            self._unknown_score = _float32(unknown)
+        self._guard = (UnigramGuard(proto, self._processor)
+                       if proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM else None)
 
     @property
     def held(self) -> tuple[int, int]:
@@ -137,7 +98,7 @@ class WordMemo:
         found: list[Entry | None] = []
         for sentences in split:
             entry = joined(list(map(memo.__getitem__, sentences)))
-            if self._guarded:
+            if self._guard is not None:
                 exponent = math.frexp(entry.magnitude)[1]
                 if exponent > entry.exponent:
                     entry = self._resegmented(sentences, exponent)
@@ -195,35 +156,9 @@ class WordMemo:
         if keys:
             texts = list(map(_word_text, keys))
             encoded = self._processor.encode(texts, num_threads=1)
-            self._words.add(keys, list(map(self._guard, texts, encoded)) if self._guarded
-                            else list(map(entry_of, encoded)))
+            self._words.add(keys, list(map(self._guard.word_entry, texts, encoded))
+                            if self._guard is not None else list(map(entry_of, encoded)))
         return len(keys)
-
-    def _guard(self, text: str, ids: list[int]) -> Entry:
-        """The word's entry, with the largest exponent at which rounding cannot change it."""
-        if self._user_defined and self._user_defined.search(text):
-            return entry_of(ids, 0.0, NEVER)
-        result = self._processor.nbest_encode_as_immutable_proto(text, nbest_size=2)
-        nbest = result.nbests  # views into `result`, which must outlive them
-        best = nbest[0].score
-        if len(nbest) == 1:  # the only segmentation there is
-            return entry_of(ids, -best, ALWAYS)
-        margin = best - nbest[1].score
-        # Any other segmentation scores at most best - margin, so `ids` are best's if they score
-        # nearer than that; merged unknown or byte pieces score otherwise: compare the ids.
-        if (not abs(sum(map(self._scores.__getitem__, ids)) - best) < margin / 2
-                and self._processor.nbest_encode_as_ids(text, nbest_size=1)[0] != ids):
-            return entry_of(ids, -best, NEVER)
-        # Needed: margin > 2 paths x 2 (text, alone) x length/2 x spacing, x 2 to spare (which
-        # also covers NBest's own rounding of the margin). The
-        # spacing at exponent e (magnitudes in [2**(e-1), 2**e)) is 2**(e-24); the text's and
-        # the word's own parts of the magnitude at most double it: the largest e with
-        # 8 x length x spacing below the margin, if the word's own part passes on its own.
-        allowed = margin / (8 * len(text))
-        own = self._max_magnitude * len(text)
-        if math.ldexp(1.0, math.frexp(own)[1] - 24) >= allowed:
-            return entry_of(ids, -best, NEVER)
-        return entry_of(ids, -best, math.ceil(24 + math.log2(allowed)) - 1)
 
     def _resegmented(self, keys: list[str], exponent: int) -> Entry | None:
         """The entry of a text (its sentence keys) whose score magnitude has this exponent,
@@ -231,7 +166,7 @@ class WordMemo:
 
         Where no piece crosses a word boundary, SentencePiece's Viterbi reaches each word from
         one score: the float32 sum, in order, of the scores of the ids before it. Each
-        untrusted word is segmented again from that score as `_segmented` does; the others
+        untrusted word is segmented again from that score (`UnigramGuard.segmented`); the others
         keep their ids (their exponents allow the text's magnitude).
         """
         entries: list[Entry] = []
@@ -239,8 +174,8 @@ class WordMemo:
         score = 0.0
         for part in self._parts(keys, exponent):
             if isinstance(part, str):
-                score = self._summed(score, b"".join(before))
-                segmented = None if score is None else self._segmented(part, score)
+                score = self._guard.summed(score, b"".join(before))
+                segmented = None if score is None else self._guard.segmented(part, score)
                 if segmented is None:
                     return None
                 ids, score = segmented
@@ -270,55 +205,6 @@ class WordMemo:
                     entry = self._words[word]
                     parts.append(entry if entry.exponent >= exponent else _word_text(word))
         return parts
-
-    def _summed(self, score: float, varints: bytes) -> float | None:
-        """`score` plus the scores of these ids, one at a time in float32, as the Viterbi sums
-        them along its best path; None if an id is not a normal piece (those merged, split
-        into bytes or scored otherwise)."""
-        ids = unpacked(varints)
-        if not self._foldable[ids].all():
-            return None
-        sums = np.add.accumulate(np.append(np.float32(score), self._scores32[ids]))
-        return float(sums[-1])
-
-    def _segmented(self, text: str, score: float) -> tuple[list[int], float] | None:
-        """A normalized word's ids and the score after it, reached from `score`, as
-        SentencePiece's optimized Viterbi finds them; None if they hold an unknown character or
-        a user-defined piece matches (scored otherwise).
-
-        At each end the best candidate so far is kept: a piece's score plus the score at its
-        start, added and compared in double precision, kept as float32. Starts are tried in
-        order and only a greater score replaces a kept one, so of equal scores the earliest
-        start wins.
-        """
-        if self._user_defined and self._user_defined.search(text):
-            return None
-        normal, scores = self._normal, self._scores
-        best: list[tuple[float, int, int] | None] = [None] * (len(text) + 1)
-        best[0] = (score, 0, 0)
-        for start in range(len(text)):
-            reached = best[start][0]
-            for end in range(start + 1, min(len(text), start + self._longest) + 1):
-                piece = normal.get(text[start:end])
-                if piece is not None:
-                    candidate = scores[piece] + reached
-                    kept = best[end]
-                    if kept is None or candidate > kept[0]:
-                        best[end] = (_float32(candidate), start, piece)
-            if text[start] not in normal:  # an unknown character, added in float32
-                candidate = _float32(self._unknown_score + reached)
-                kept = best[start + 1]
-                if kept is None or candidate > kept[0]:
-                    best[start + 1] = (candidate, start, self._unknown_id)
-        ids = []
-        end = len(text)
-        while end:
-            _, end, piece = best[end]
-            ids.append(piece)
-        if self._unknown_id in ids:
-            return None  # merged with its neighbours, or split into bytes
-        ids.reverse()
-        return ids, best[-1][0]
 
 
 def _word_text(key: str) -> str:
