@@ -22,8 +22,9 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.samples import rendered_texts
+from p3data.errors import P3DataError
 from p3data.templates import TemplateCollection
-from p3data.tokenize import Tokenizer, with_extra_ids, word_split_refusal
+from p3data.tokenize import ENV_MEMO, Tokenizer, with_extra_ids, word_split_refusal
 from p3data.tokenize import memo as tokenize_memo
 from p3data.vocab import SAMPLE_VOCAB
 
@@ -133,6 +134,28 @@ def test_a_model_whose_pieces_cross_words_is_encoded_plainly(models, generated):
     tokenizer = Tokenizer(models["crossing"], EXTRA_IDS)
     assert tokenizer.memo is None
     assert _encode(tokenizer, generated) == _plain(models["crossing"], generated)
+
+
+def test_the_memo_turned_off_gives_the_same_ids_plainly(models, samples, monkeypatch, caplog):
+    """`P3DATA_TOKENIZER_MEMO=0` (or `memo=False`) is there to rule the memo out."""
+    model = models["sample"]
+    memoized = Tokenizer(model, EXTRA_IDS, memo=True)
+    monkeypatch.setenv(ENV_MEMO, "0")
+    with caplog.at_level(logging.INFO, logger="p3data.tokenize"):
+        plain = Tokenizer(model, EXTRA_IDS)
+    assert plain.memo is None  # no memo: no lookups, no stats
+    assert f"turned off by {ENV_MEMO}" in caplog.text
+    assert _encode(plain, samples, batch=1000) == _encode(memoized, samples, batch=1000)
+    assert memoized.memo.stats.texts > 0  # the memo on, and used
+    packed = [p.varints for p in plain.encode_packed(samples[:500])]
+    assert packed == [p.varints for p in memoized.encode_packed(samples[:500])]
+    assert Tokenizer(model, EXTRA_IDS, memo=True).memo is not None  # the argument wins
+    monkeypatch.setenv(ENV_MEMO, "1")
+    assert Tokenizer(model, EXTRA_IDS).memo is not None
+    assert Tokenizer(model, EXTRA_IDS, memo=False).memo is None
+    monkeypatch.setenv(ENV_MEMO, "maybe")
+    with pytest.raises(P3DataError, match=ENV_MEMO):
+        Tokenizer(model, EXTRA_IDS)
 
 
 def _sample_with_dotted_piece() -> bytes:

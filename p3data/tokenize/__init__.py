@@ -7,9 +7,18 @@ Bottom up: `checks` (what a model allows the memo to do), `entries` (what the me
 
 from p3data.tokenize.checks import ascii_refusal, raw_cut_refusal, word_split_refusal
 from p3data.tokenize.memo import MemoStats, WordMemo
-from p3data.tokenize.tokenizer import EOS_ID, MEMO_MAX_CHARS, Packed, Tokenizer, with_extra_ids
+from p3data.tokenize.tokenizer import (
+    ENV_MEMO,
+    EOS_ID,
+    MEMO_MAX_CHARS,
+    Packed,
+    Tokenizer,
+    memo_setting,
+    with_extra_ids,
+)
 
 __all__ = [
+    "ENV_MEMO",
     "EOS_ID",
     "MEMO_MAX_CHARS",
     "MemoStats",
@@ -17,6 +26,7 @@ __all__ = [
     "Tokenizer",
     "WordMemo",
     "ascii_refusal",
+    "memo_setting",
     "raw_cut_refusal",
     "with_extra_ids",
     "word_split_refusal",

@@ -8,7 +8,8 @@ Short texts (labels, answer choices) are looked up whole; longer ones go to the 
 (`memo.WordMemo`), which segments each distinct sentence and word once. The contract is identity
 with `SentencePieceProcessor.encode`; whatever could break it sends the text, or the whole
 model, to plain encoding. The cache asks for ids packed as varints (`encode_packed`), which is
-how the memo keeps them.
+how the memo keeps them. `P3DATA_TOKENIZER_MEMO=0` (or `Tokenizer(memo=False)`) sends every text
+to plain encoding: the same ids, for anyone who needs to rule the memo out.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import os
 from collections.abc import Sequence
 from typing import Protocol
 
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
+from p3data.errors import P3DataError
 from p3data.tokenize.checks import PIECE, word_split_refusal
 from p3data.tokenize.entries import Entry, entry_of
 from p3data.tokenize.memo import WordMemo
@@ -31,6 +34,9 @@ EOS_ID = 1
 # Short strings (labels, answer choices) repeat across rows and templates: tokenize them once.
 MEMO_MAX_CHARS = 64
 _MEMO_MAX_ENTRIES = 200_000
+# "0" turns the memos off: every text goes to `SentencePieceProcessor.encode` as it is.
+ENV_MEMO = "P3DATA_TOKENIZER_MEMO"
+_OFF, _ON = ("0", "false", "no", "off"), ("", "1", "true", "yes", "on")
 
 _LOG = logging.getLogger(__name__)
 
@@ -41,6 +47,15 @@ def with_extra_ids(model: bytes, extra_ids: int) -> bytes:
     for i in reversed(range(extra_ids)):
         proto.pieces.add(piece=f"▁<extra_id_{i}>", score=0.0, type=PIECE.USER_DEFINED)
     return proto.SerializeToString()
+
+
+def memo_setting() -> bool:
+    """Whether `ENV_MEMO` leaves the memo on (it is, unless set to 0, false, no or off)."""
+    value = os.environ.get(ENV_MEMO, "")
+    if value.strip().lower() not in _OFF + _ON:
+        raise P3DataError(f"{ENV_MEMO}={value!r}: 1 uses the memo (the default), 0 encodes "
+                          "every text plainly")
+    return value.strip().lower() not in _OFF
 
 
 class Packed(Protocol):
@@ -57,11 +72,15 @@ class Packed(Protocol):
 class Tokenizer:
     """Encodes batches of strings to exactly `SentencePieceProcessor.encode`'s id lists."""
 
-    def __init__(self, model: bytes, extra_ids: int):
+    def __init__(self, model: bytes, extra_ids: int, *, memo: bool | None = None):
+        """`memo`: whether to memoize texts, sentences and words (None: `memo_setting()`);
+        without, each text goes to `SentencePieceProcessor.encode`, for the same ids."""
         self.model_sha256 = hashlib.sha256(model).hexdigest()
         proto = model_pb2.ModelProto.FromString(with_extra_ids(model, extra_ids))
         self._processor = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
-        refusal = word_split_refusal(proto)
+        self._memoized = memo_setting() if memo is None else memo
+        refusal = (word_split_refusal(proto) if self._memoized
+                   else "turned off by " + ("memo=False" if memo is False else ENV_MEMO))
         if refusal:
             _log_plain_encoding(self.model_sha256, refusal)
         self.memo = None if refusal else WordMemo(proto, self._processor.normalize)
@@ -75,6 +94,8 @@ class Tokenizer:
         return self._entries(texts)
 
     def _entries(self, texts: Sequence[str]) -> list[Entry]:
+        if not self._memoized:
+            return list(map(entry_of, self._processor.encode(list(texts), num_threads=1)))
         memo = self._texts
         missing = list({t for t in texts if len(t) > MEMO_MAX_CHARS or t not in memo})
         if not missing:
