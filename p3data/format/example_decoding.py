@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from p3data.errors import P3DataError
-from p3data.varints import VarintError, unpacked
+from p3data.varints import VarintError, int64, read_varint, unpacked
 
 
 class ExampleDecodeError(P3DataError):
@@ -26,18 +26,6 @@ class ExampleDecodeError(P3DataError):
 
 
 Values = list[bytes] | list[float] | list[int]
-
-
-def read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    """(value, position after it) of the varint at `pos`."""
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
 
 
 def fields(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
@@ -93,10 +81,6 @@ def value_count(record: bytes, start: int, end: int) -> int:
     return count
 
 
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
 def feature_values(record: bytes, start: int, end: int) -> Values:
     """The values of one `Feature` message: bytes, floats or ints (bools as 0/1)."""
     values: list = []
@@ -111,9 +95,9 @@ def feature_values(record: bytes, start: int, end: int) -> Values:
                 pos = value_start
                 while pos < value_end:
                     value, pos = read_varint(record, pos)
-                    values.append(_signed(value))
+                    values.append(int64(value))
             else:
-                values.append(_signed(read_varint(record, value_start)[0]))
+                values.append(int64(read_varint(record, value_start)[0]))
     return values
 
 
@@ -140,16 +124,6 @@ _UNPACKED = {(2, 5), (3, 0)}  # (list kind, wire type) of one float, one int64 u
 _DTYPE_KINDS = {"int32": 3, "int64": 3, "bool": 3, "float32": 2, "string": 1}
 
 
-def _size_at(data: bytes, pos: int) -> tuple[int, int]:
-    """A length's varint at `pos`: (value, position after it); most take one or two bytes."""
-    byte = data[pos]
-    if byte < 0x80:
-        return byte, pos + 1
-    if (second := data[pos + 1]) < 0x80:
-        return byte & 0x7F | second << 7, pos + 2
-    return read_varint(data, pos)
-
-
 def _canonical_features(record: bytes, names: Mapping[bytes, str]) -> Found | None:
     """The features `names` wants (serialized name -> name), from an Example serialized the
     canonical way, as TensorFlow and p3data write one: each message's fields in order, lists
@@ -158,14 +132,14 @@ def _canonical_features(record: bytes, names: Mapping[bytes, str]) -> Found | No
     size = len(record)
     if not size:
         return []
-    length, pos = _size_at(record, 1) if record[0] == 0x0A else (-1, 0)
+    length, pos = read_varint(record, 1) if record[0] == 0x0A else (-1, 0)
     if pos + length != size:
         return None
     found: Found = []
     while pos < size:  # map entries: 0A <size> 0A <name size> <name> 12 <size> <Feature>
         if record[pos] != 0x0A:
             return None
-        length, pos = _size_at(record, pos + 1)
+        length, pos = read_varint(record, pos + 1)
         entry_end = pos + length
         name_end = pos + 2 + record[pos + 1]
         if record[pos] != 0x0A or record[pos + 1] >= 0x80:
@@ -187,23 +161,20 @@ def _canonical_values(record: bytes, pos: int, end: int) -> tuple[int, list[byte
         return 0, []
     if record[pos] != 0x12:
         return None
-    length, pos = _size_at(record, pos + 1)
+    length, pos = read_varint(record, pos + 1)
     if pos + length != end:
         return None
     if pos == end:
         return 0, []
     tag = record[pos]
-    length, pos = _size_at(record, pos + 1)
+    length, pos = read_varint(record, pos + 1)
     if tag not in (0x0A, 0x12, 0x1A) or pos + length != end:
         return None
     values = []
     while pos < end:
-        length = record[pos + 1]
         if record[pos] != 0x0A:
             return None
-        pos += 2
-        if length >= 0x80:
-            length, pos = read_varint(record, pos - 1)
+        length, pos = read_varint(record, pos + 1)
         values.append(record[pos:pos + length])
         pos += length
     return (tag >> 3, values) if pos == end else None
