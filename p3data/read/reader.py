@@ -34,7 +34,7 @@ from p3data import fs
 from p3data.cache.verify import scan
 from p3data.errors import NotFoundError, P3DataError
 from p3data.format import layout
-from p3data.format.example import ExampleDecodeError, ExampleDecoder, FeatureInfo
+from p3data.format.example_decoding import ExampleDecodeError, ExampleDecoder, FeatureInfo
 from p3data.format.index import index_for, read_index, scan_offsets
 from p3data.format.manifest import Manifest, read_manifest
 from p3data.format.tfrecord import HEADER, CorruptRecordError, records_in_blocks, whole_frames
