@@ -45,7 +45,7 @@ def cumulative(stats: pstats.Stats, file: str, *functions: str) -> float:
 
 def activities(stats: pstats.Stats) -> dict[str, float]:
     """CPU shares by activity (the tokenizer's entry point was `encode` before `encode_packed`)."""
-    tokenizing = cumulative(stats, "tokenize.py", "encode_packed", "encode")
+    tokenizing = cumulative(stats, "tokenize/tokenizer.py", "encode_packed", "encode")
     shares = {
         "reading rows": cumulative(stats, "stores.py", "read"),
         "checking rows against the schema": cumulative(stats, "schema.py", "problems"),

@@ -46,6 +46,29 @@ class VarintError(P3DataError):
     """Bytes that are not a run of packed varints."""
 
 
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """(value, position after it) of the varint at `pos`, unsigned (IndexError if `data` ends
+    inside it). Lengths and field keys mostly take one or two bytes: those without a loop."""
+    byte = data[pos]
+    if byte < 0x80:
+        return byte, pos + 1
+    if (second := data[pos + 1]) < 0x80:
+        return byte & 0x7F | second << 7, pos + 2
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def int64(value: int) -> int:
+    """A varint's value as protobuf's int64 (two's complement), as `unpacked` gives it."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
 def unpacked(data: bytes) -> np.ndarray:
     """Packed varints as int64 (protobuf's two's complement), decoded in numpy: a varint's
     bytes are its 7-bit groups, low first, and it ends at its one byte below 0x80."""

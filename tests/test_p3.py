@@ -19,7 +19,8 @@ from helpers.cache import run_cache
 
 from p3data.cli import main
 from p3data.format import layout
-from p3data.format.example import decode_example, encode_example
+from p3data.format.example import encode_example
+from p3data.format.example_decoding import decode_example
 from p3data.format.tfrecord import read_records, write_records
 from p3data.p3.compare import compare_with_p3
 from p3data.p3.counts import check_counts, p3_counts

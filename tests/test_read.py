@@ -19,7 +19,7 @@ from helpers.cache import run_cache
 from p3data.errors import NotFoundError, P3DataError
 from p3data.format.index import index_for
 from p3data.format.tfrecord import CorruptRecordError
-from p3data.read import open_cache
+from p3data.read import open_cache, pack
 
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")
 
@@ -172,6 +172,21 @@ def test_selected_features_and_bad_requests(built):
         next(split.examples(shard=(0, 4)))
     with pytest.raises(NotFoundError, match="no split 'dev'; it has test, train, validation"):
         open_cache(str(built)).split(CHOICES, "dev")
+
+
+def test_an_empty_split_yields_no_examples(tmp_path):
+    """An empty split's `info.<split>.json` is `{}`, as seqio writes it: asking it for token
+    features (as a packer or trainer over every split does) yields nothing, not an error."""
+    task = "adversarial_qa_dbert_based_on"  # its sample test rows have no answers: T0 drops them
+    run_cache(tmp_path, "--tasks", task)
+    assert (tmp_path / task / "info.test.json").read_text() == "{}\n"
+    empty = open_cache(str(tmp_path)).split(task, "test")
+    assert len(empty) == 0 and empty.features == {}
+    assert list(empty.examples(["inputs", "targets"])) == [] == list(empty)
+    assert list(empty.examples(["inputs"], shard=(0, 1))) == []
+    assert list(pack(empty.examples(["inputs", "targets"]))) == []
+    with pytest.raises(NotFoundError, match="no feature 'idx'; it has inputs"):
+        next(open_cache(str(tmp_path)).split(task, "train").examples(["inputs", "idx"]))
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from helpers.cache import P3DATA, run_cache
 
 from p3data import fs
 from p3data.cli import main
-from p3data.format.example import decode_example, feature_spans, value_count
+from p3data.format.example_decoding import decode_example, feature_spans, value_count
 from p3data.format.tfrecord import frame, read_records
 from p3data.report.collect import example_lengths
 

@@ -20,11 +20,12 @@ import pytest
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
-from p3data import tokenize
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.samples import rendered_texts
+from p3data.errors import P3DataError
 from p3data.templates import TemplateCollection
-from p3data.tokenize import Tokenizer, with_extra_ids, word_split_refusal
+from p3data.tokenize import ENV_MEMO, Tokenizer, with_extra_ids, word_split_refusal
+from p3data.tokenize import memo as tokenize_memo
 from p3data.vocab import SAMPLE_VOCAB
 
 EXTRA_IDS = 100
@@ -135,6 +136,28 @@ def test_a_model_whose_pieces_cross_words_is_encoded_plainly(models, generated):
     assert _encode(tokenizer, generated) == _plain(models["crossing"], generated)
 
 
+def test_the_memo_turned_off_gives_the_same_ids_plainly(models, samples, monkeypatch, caplog):
+    """`P3DATA_TOKENIZER_MEMO=0` (or `memo=False`) is there to rule the memo out."""
+    model = models["sample"]
+    memoized = Tokenizer(model, EXTRA_IDS, memo=True)
+    monkeypatch.setenv(ENV_MEMO, "0")
+    with caplog.at_level(logging.INFO, logger="p3data.tokenize"):
+        plain = Tokenizer(model, EXTRA_IDS)
+    assert plain.memo is None  # no memo: no lookups, no stats
+    assert f"turned off by {ENV_MEMO}" in caplog.text
+    assert _encode(plain, samples, batch=1000) == _encode(memoized, samples, batch=1000)
+    assert memoized.memo.stats.texts > 0  # the memo on, and used
+    packed = [p.varints for p in plain.encode_packed(samples[:500])]
+    assert packed == [p.varints for p in memoized.encode_packed(samples[:500])]
+    assert Tokenizer(model, EXTRA_IDS, memo=True).memo is not None  # the argument wins
+    monkeypatch.setenv(ENV_MEMO, "1")
+    assert Tokenizer(model, EXTRA_IDS).memo is not None
+    assert Tokenizer(model, EXTRA_IDS, memo=False).memo is None
+    monkeypatch.setenv(ENV_MEMO, "maybe")
+    with pytest.raises(P3DataError, match=ENV_MEMO):
+        Tokenizer(model, EXTRA_IDS)
+
+
 def _sample_with_dotted_piece() -> bytes:
     """The sample model with a user-defined piece holding ".": raw text is not cut then."""
     proto = model_pb2.ModelProto.FromString(SAMPLE_VOCAB.read_bytes())
@@ -205,8 +228,8 @@ def test_tied_words_with_unknown_characters_or_extra_ids():
 
 
 def test_memos_stay_bounded(models, generated, monkeypatch):
-    monkeypatch.setattr(tokenize, "SENTENCE_MEMO_CHARS", 2000)
-    monkeypatch.setattr(tokenize, "WORD_MEMO_CHARS", 500)
+    monkeypatch.setattr(tokenize_memo, "SENTENCE_MEMO_CHARS", 2000)
+    monkeypatch.setattr(tokenize_memo, "WORD_MEMO_CHARS", 500)
     tokenizer = Tokenizer(models["sample"], EXTRA_IDS)
     texts = generated[:500]
     for i in range(0, len(texts), 25):
@@ -253,6 +276,6 @@ def test_a_refused_model_is_logged_once(caplog):
 
 def test_sentences_split_after_periods_and_join_back():
     text = "▁One.▁Two▁and.▁Three...▁end."
-    assert tokenize._sentences(text) == ["▁One.", "▁Two▁and.", "▁Three...", "▁end."]
-    assert tokenize._sentences("x\0.▁y") == ["x\0.▁y"]
-    assert all("".join(tokenize._sentences(t)) == t for t in ["", ".▁", "a.▁.▁b", "▁a.▁"])
+    assert tokenize_memo._sentences(text) == ["▁One.", "▁Two▁and.", "▁Three...", "▁end."]
+    assert tokenize_memo._sentences("x\0.▁y") == ["x\0.▁y"]
+    assert all("".join(tokenize_memo._sentences(t)) == t for t in ["", ".▁", "a.▁.▁b", "▁a.▁"])

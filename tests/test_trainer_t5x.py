@@ -1,10 +1,12 @@
 """T5X, as far as CI can go without it (T5X is not on PyPI): its vocabulary check passes with
-the README's gin settings, before and after the vocabulary is first used, and seqio reads the
-cache as T5X asks it to (`use_cached=True`, packed by `EncDecFeatureConverter`)."""
+the README's `--gin.` settings, before and after the vocabulary is first used, and seqio reads
+the cache as T5X asks it to (`use_cached=True`, packed by `EncDecFeatureConverter`)."""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +16,7 @@ import pytest
 
 from p3data.vocab import SAMPLE_VOCAB, T5_VOCAB
 
-GIN = Path(__file__).resolve().parents[1] / "examples" / "t5x" / "t0_vocabulary.gin"
+README = Path(__file__).resolve().parents[1] / "README.md"
 # What T5X's T5 gin files (t5_1_1/base.gin and its siblings) say of the vocabulary.
 T5X_MODEL_GIN = """
 from __gin__ import dynamic_registration
@@ -27,6 +29,16 @@ test_trainer_t5x.encoder_decoder_model:
   input_vocabulary = %VOCABULARY
   output_vocabulary = %VOCABULARY
 """
+
+
+def readme_vocabulary_bindings() -> list[str]:
+    """The vocabulary's `--gin.` flags of the README's `t5x.train` command, unquoted by the
+    shell as T5X receives them."""
+    command = next(block for block in README.read_text().split("```")
+                   if "python -m t5x.train" in block)
+    flags = shlex.split(command.replace("\\\n", " "))
+    return [flag.removeprefix("--gin.") for flag in flags
+            if re.match(r"--gin\.seqio\.SentencePieceVocabulary\.", flag)]
 
 
 def encoder_decoder_model(*, input_vocabulary, output_vocabulary):
@@ -81,14 +93,16 @@ def gin_config():
     gin.clear_config(clear_constants=True)
 
 
-def test_t5x_passes_its_vocabulary_check_with_the_readme_gin(t0_tasks, gin_config,
+def test_t5x_passes_its_vocabulary_check_with_the_readme_flags(t0_tasks, gin_config,
                                                             monkeypatch):
     monkeypatch.delenv("P3DATA_VOCAB", raising=False)  # the tasks' default: T5's model
+    bindings = readme_vocabulary_bindings()
+    assert len(bindings) == 2
     gin_config.parse_config(T5X_MODEL_GIN)
     model = gin_config.get_configurable(encoder_decoder_model)
     with pytest.raises(ValueError, match="do not match"):  # T5X's gin files alone
         t5x_vocabulary_check("t0_train", model())
-    gin_config.parse_config_file(str(GIN))
+    gin_config.parse_config_files_and_bindings([], bindings)  # how T5X reads its --gin. flags
     t5x_vocabulary_check("t0_train", model())
     assert model()[0].sentencepiece_model_file == T5_VOCAB
 

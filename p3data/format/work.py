@@ -30,9 +30,9 @@ from typing import TypeVar
 import msgspec
 
 from p3data import fs
-from p3data.format.example import read_varint, varint
 from p3data.format.layout import WORK_DIR
 from p3data.format.manifest import SplitRecord
+from p3data.varints import read_varint, varint
 
 MAX_ERRORS_KEPT = 5  # row errors quoted per part and per split (all are counted)
 

@@ -16,16 +16,16 @@ from typing import BinaryIO
 from p3data import fs
 from p3data.errors import P3DataError
 from p3data.format import layout
-from p3data.format.example import (
+from p3data.format.example import encode_example
+from p3data.format.example_decoding import (
     ExampleDecodeError,
-    encode_example,
     feature_spans,
     feature_values,
     fields,
-    varint,
 )
 from p3data.format.manifest import Manifest, ManifestError
 from p3data.read.reader import CacheReader, open_cache, shard_records
+from p3data.varints import varint
 
 
 @dataclass(frozen=True)

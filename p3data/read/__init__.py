@@ -2,7 +2,7 @@
 and their splits; a `TaskSplit` yields its examples as numpy arrays and strings, in order or by
 number."""
 
-from p3data.format.example import FeatureInfo
+from p3data.format.example_decoding import FeatureInfo
 from p3data.read.mixture import MissingTasksError, MixtureSampler, mixture_sampler
 from p3data.read.packing import PackedStream, pack
 from p3data.read.reader import CacheReader, TaskSplit, open_cache

@@ -34,7 +34,7 @@ from p3data import fs
 from p3data.cache.verify import scan
 from p3data.errors import NotFoundError, P3DataError
 from p3data.format import layout
-from p3data.format.example import ExampleDecodeError, ExampleDecoder, FeatureInfo
+from p3data.format.example_decoding import ExampleDecodeError, ExampleDecoder, FeatureInfo
 from p3data.format.index import index_for, read_index, scan_offsets
 from p3data.format.manifest import Manifest, read_manifest
 from p3data.format.tfrecord import HEADER, CorruptRecordError, records_in_blocks, whole_frames
@@ -199,6 +199,8 @@ class TaskSplit(Sequence[Example]):
             if self._all_features is None:
                 self._all_features = ExampleDecoder(self.features)
             return self._all_features
+        if not self.features and not len(self):  # an empty split's info is `{}`: no example
+            return ExampleDecoder({})            # to have the features: it yields none
         if unknown := [name for name in features if name not in self.features]:
             raise NotFoundError(f"{self.task}/{self.split}: no feature {unknown[0]!r}; it has "
                                 f"{', '.join(self.features)}")

@@ -19,7 +19,7 @@ from p3data import fs, t0
 from p3data.cache.verify import scan
 from p3data.errors import P3DataError
 from p3data.format import layout
-from p3data.format.example import ExampleDecodeError, feature_spans, value_count
+from p3data.format.example_decoding import ExampleDecodeError, feature_spans, value_count
 from p3data.format.features import INPUTS, TARGETS
 from p3data.format.manifest import Manifest, ManifestError, SplitRecord, read_manifest
 from p3data.format.tfrecord import CorruptRecordError, read_records

@@ -1,0 +1,160 @@
+"""What a SentencePiece model allows the memo (`memo.WordMemo`) to do, read from its proto.
+
+Each check returns why the shortcut might not give `SentencePieceProcessor.encode`'s ids, or
+None: whether a text's ids are its words' ids (`word_split_refusal`), whether raw text may be
+cut after each ". " (`raw_cut_refusal`), whether printable ASCII may be split by hand
+(`ascii_refusal`). The normalization rules are read from the model's precompiled charsmap (a
+darts-clone trie) without running them.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+WORD_START = "\u2581"  # SentencePiece's escaped space: every word but a text's first starts with it
+RAW_SENTENCE_END = ". "
+PIECE = model_pb2.ModelProto.SentencePiece
+# Piece types the encoder can match in text (control, unknown and byte pieces it cannot).
+_MATCHABLE = (PIECE.NORMAL, PIECE.USER_DEFINED, PIECE.UNUSED)
+
+
+def word_split_refusal(proto: model_pb2.ModelProto) -> str | None:
+    """Why a text's ids might not be its words' ids under this model (None: they always are).
+
+    Unigram and BPE segment a normalized text with pieces that start at a ▁ or hold none, so
+    no piece crosses the ▁ in front of a word, if the model escapes spaces as ▁, keeps ▁ as a
+    prefix, and has no piece with ▁ inside (`split_by_whitespace` false or
+    `allow_whitespace_only_pieces` can make them). ▁ must be a piece of its own, so that runs
+    of unknown characters, which are merged into one id, never span two words. Other trainer
+    options (`split_digits`, `split_by_number`, `byte_fallback`...) only act inside words.
+    Unigram scores must not be positive (`WordMemo` bounds score magnitudes by sums).
+    """
+    trainer = proto.trainer_spec
+    kind = model_pb2.TrainerSpec.ModelType.Name(trainer.model_type)
+    inside = next((p.piece for p in proto.pieces
+                   if p.type in _MATCHABLE and WORD_START in p.piece[1:]), None)
+    own = [p.type for p in proto.pieces if p.piece == WORD_START]
+    reasons = {
+        f"a {kind} model (only UNIGRAM and BPE are known)": kind not in ("UNIGRAM", "BPE"),
+        "split_by_whitespace is false": not trainer.split_by_whitespace,
+        "treat_whitespace_as_suffix is true": trainer.treat_whitespace_as_suffix,
+        "escape_whitespaces is false": not proto.normalizer_spec.escape_whitespaces,
+        f"piece {inside!r} has ▁ inside": inside is not None,
+        "▁ is not a piece of its own": own not in ([PIECE.NORMAL], [PIECE.USER_DEFINED]),
+        "a UNIGRAM model with positive scores": kind == "UNIGRAM" and any(
+            p.score > 0 for p in proto.pieces if p.type == PIECE.NORMAL),
+    }
+    return "; ".join(reason for reason, applies in reasons.items() if applies) or None
+
+
+def ascii_refusal(proto: model_pb2.ModelProto) -> str | None:
+    """Why a sentence of printable ASCII, without leading, trailing or repeated spaces, might
+    not normalize to "▁" and itself with "▁" for each space (None: it always does).
+
+    Each character is copied as it is unless a rule key matches there; in such a sentence only
+    keys made of printable ASCII can (user-defined pieces are copied as they are too), and no
+    space is dropped."""
+    spec = proto.normalizer_spec
+    reasons = {
+        "add_dummy_prefix is false": not spec.add_dummy_prefix,
+        "escape_whitespaces is false": not spec.escape_whitespaces,
+        "a normalization rule rewrites printable ASCII": _rules_hold_only(
+            spec.precompiled_charsmap, _PRINTABLE_ASCII),
+    }
+    return "; ".join(reason for reason, applies in reasons.items() if applies) or None
+
+
+def raw_cut_refusal(proto: model_pb2.ModelProto) -> str | None:
+    """Why raw text cut after each ". " might not normalize piece by piece into the normalized
+    text (None: it always does, for a model `word_split_refusal` accepts).
+
+    The normalizer replaces the longest rule key or user-defined piece that matches at each
+    point, drops leading, trailing and repeated spaces and puts a ▁ in front. If no rule key
+    and no user-defined piece holds "." or " ", both are copied as they are, one match each,
+    so the cut is where two matches meet. The piece before it ends in ".", which no space
+    removal touches; the piece after it starts with " ": alone, that space is dropped and the ▁
+    put in front stands for it, and the normalizer goes on as in the whole text, after a space.
+    """
+    spec = proto.normalizer_spec
+    held = next((p.piece for p in proto.pieces if p.type == PIECE.USER_DEFINED
+                 and ("." in p.piece or " " in p.piece)), None)
+    reasons = {
+        "add_dummy_prefix is false": not spec.add_dummy_prefix,
+        "remove_extra_whitespaces is false": not spec.remove_extra_whitespaces,
+        f"user-defined piece {held!r} holds '.' or ' '": held is not None,
+        "a normalization rule reads '.' or ' '": not _rules_skip(spec.precompiled_charsmap,
+                                                                  RAW_SENTENCE_END),
+    }
+    return "; ".join(reason for reason, applies in reasons.items() if applies) or None
+
+
+# A unit of a darts-clone double array (SentencePiece's rule trie): its label byte (with a bit
+# that no byte has), whether a key ends at it, and where its children are.
+_LABEL = (1 << 31) | 0xFF
+_HAS_LEAF = 1 << 8
+
+
+def _child_base(unit: int) -> int:
+    return (unit >> 10) << ((unit & (1 << 9)) >> 6)
+
+
+def _trie_units(charsmap: bytes) -> array | None:
+    """The darts-clone double array of a precompiled charsmap (a 4-byte size, the array of
+    32-bit units, then the rules' outputs); None if the size does not fit."""
+    size = int.from_bytes(charsmap[:4], "little")
+    if size % 4 or size > len(charsmap) - 4:
+        return None
+    units = array("I", charsmap[4:4 + size])
+    if sys.byteorder == "big":
+        units.byteswap()
+    return units
+
+
+def _rules_skip(charsmap: bytes, chars: str) -> bool:
+    """Whether no key of a precompiled normalization rule set holds any of the ASCII `chars`.
+
+    The charsmap's double array holds the keys' UTF-8 bytes (`_trie_units`). A key holding a byte
+    passes a unit labeled with it which ends a key or has children (child `c` of unit `i` is
+    unit `i ^ base ^ c`, labeled `c`): every such unit must be a dead end (an unused one may
+    carry any label: it must be a dead end too).
+    """
+    if not charsmap:
+        return True
+    units = _trie_units(charsmap)
+    if units is None:
+        return False
+    labels = set(chars.encode())
+    for index, unit in enumerate(units):
+        if unit & _LABEL in labels:
+            base = index ^ _child_base(unit)
+            if unit & _HAS_LEAF or any(base ^ c < len(units) and units[base ^ c] & _LABEL == c
+                                       for c in range(1, 256)):
+                return False
+    return True
+
+
+_PRINTABLE_ASCII = frozenset(range(0x20, 0x7F))
+
+
+def _rules_hold_only(charsmap: bytes, labels: frozenset[int]) -> bool:
+    """Whether some key of a precompiled normalization rule set is made of these bytes only:
+    a walk from the trie's root along units labeled with them reaches a key's end."""
+    if not charsmap:
+        return False
+    units = _trie_units(charsmap)
+    if units is None:
+        return True
+    pending = [0]
+    while pending:
+        base = pending.pop()
+        base ^= _child_base(units[base])
+        for label in labels:
+            child = base ^ label
+            if child < len(units) and units[child] & _LABEL == label:
+                if units[child] & _HAS_LEAF:
+                    return True
+                pending.append(child)
+    return False

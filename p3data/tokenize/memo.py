@@ -1,0 +1,268 @@
+"""The memo: ids of sentences and words, each segmented once per process (`WordMemo`).
+
+A cache tokenizes each row once per template (~10 of them), so the row's sentences and words
+come back again and again. When no piece of the model can cross a word boundary
+(`checks.word_split_refusal`), a text's ids are the ids of its normalized sentences and words,
+concatenated: the memo segments each distinct word once and looks sentences up whole; when the
+normalizer leaves "." and " " alone (`checks.raw_cut_refusal`), it also normalizes each distinct
+sentence once, cutting the raw text. It keeps ids packed as varints per sentence: a long text's
+packed ids are a join of a few byte strings.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import accumulate, chain, filterfalse, islice
+
+import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+from p3data.tokenize.checks import RAW_SENTENCE_END, WORD_START, ascii_refusal, raw_cut_refusal
+from p3data.tokenize.entries import Entry, entry_of, joined
+from p3data.tokenize.segment import UnigramGuard
+
+# Per process, the sentence and word memos hold at most this many characters of text each
+# between batches (a batch of 512 news articles is ~2M): a memo over it keeps its newest half.
+SENTENCE_MEMO_CHARS = 1 << 23
+WORD_MEMO_CHARS = 1 << 20
+SENTENCE_END = "." + WORD_START
+_CUT = "\0"  # marks where to cut a text into sentences, unless the text holds it
+_CUT_SENTENCE_END = "." + _CUT + WORD_START
+
+
+@dataclass
+class MemoStats:
+    """What the memos saved, and how many texts still went to plain encoding."""
+
+    texts: int = 0
+    plain_texts: int = 0
+    resegmented_texts: int = 0  # texts with words segmented again in place (`_resegmented`)
+    pieces: int = 0  # memo keys looked up: sentences, or (raw text) first sentences, runs, rests
+    new_pieces: int = 0
+    new_sentences: int = 0  # sentences segmented (new pieces, and the new sentences of runs)
+    words: int = 0  # words of new sentences
+    new_words: int = 0
+
+
+class WordMemo:
+    """Ids of sentences and words, each segmented once per process.
+
+    Normalized text splits into sentences after ".▁", a sentence into words before each ▁; a
+    text's head (its text before the first ▁, empty unless the model adds no dummy prefix) is
+    keyed by its text followed by ▁, which no word is. If the model allows (`raw_cut_refusal`),
+    the raw text is cut instead, after ". ", and each new sentence normalized alone: a text is
+    its first sentence, the run of sentences up to its last cut and the rest (`_raw_pieces`),
+    and a run is looked up whole, so that the templates of a row, which differ around the
+    row's text, find its sentences in one lookup.
+
+    Unigram models need a guard (`segment`): where a word's segmentation is near a tie, which
+    one SentencePiece keeps depends on rounding at the magnitude of the text's score so far. In
+    a text beyond some of its words' exponents, those words are segmented again where they
+    stand (`_resegmented`), else the text is encoded plainly.
+    """
+
+    def __init__(self, proto: model_pb2.ModelProto, normalize: Callable[[list[str]], list[str]]):
+        words = model_pb2.ModelProto()
+        words.CopyFrom(proto)  # the same model, reading text that is already normalized
+        words.normalizer_spec.CopyFrom(model_pb2.NormalizerSpec(
+            name="identity", add_dummy_prefix=False, remove_extra_whitespaces=False,
+            escape_whitespaces=False))
+        self._processor = spm.SentencePieceProcessor(model_proto=words.SerializeToString())
+        self._normalize = normalize
+        self.raw = raw_cut_refusal(proto) is None  # cuts raw text
+        self.ascii = self.raw and ascii_refusal(proto) is None  # splits ASCII sentences itself
+        self.stats = MemoStats()
+        self._sentences = _Memo()
+        self._words = _Memo()
+        self._guard = (UnigramGuard(proto, self._processor)
+                       if proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM else None)
+
+    @property
+    def held(self) -> tuple[int, int]:
+        """Characters of sentences and of words held."""
+        return self._sentences.chars, self._words.chars
+
+    def lookup(self, texts: list[str]) -> list[Entry | None]:
+        """Each text's entry, None where it must be encoded plainly."""
+        split = (list(map(_raw_pieces, texts)) if self.raw
+                 else list(map(_sentences, self._normalize(texts))))
+        memo = self._sentences
+        missing = set(filterfalse(memo.__contains__, chain.from_iterable(split)))
+        if missing:
+            self._add_sentences(missing)
+        self.stats.pieces += sum(map(len, split))
+        self.stats.new_pieces += len(missing)
+        found: list[Entry | None] = []
+        for sentences in split:
+            entry = joined(list(map(memo.__getitem__, sentences)))
+            if self._guard is not None:
+                exponent = math.frexp(entry.magnitude)[1]
+                if exponent > entry.exponent:
+                    entry = self._resegmented(sentences, exponent)
+                    self.stats.resegmented_texts += entry is not None
+            found.append(entry)
+        self.stats.texts += len(split)
+        self.stats.plain_texts += found.count(None)
+        memo.bound(SENTENCE_MEMO_CHARS)  # both memos, once a batch
+        self._words.bound(WORD_MEMO_CHARS)
+        return found
+
+    def _add_sentences(self, keys: set[str]) -> None:
+        """Add sentences and runs of them (raw text), a run joined from its sentences: each
+        sentence is normalized and segmented once, whichever run it comes in."""
+        runs = [key for key in keys if _is_run(key)] if self.raw else []
+        split_runs = [run.split(RAW_SENTENCE_END) for run in runs]
+        sentences = keys.difference(runs).union(
+            filterfalse(self._sentences.__contains__, chain.from_iterable(split_runs)))
+        if sentences:
+            self._add_single_sentences(list(sentences))
+        get = self._sentences.__getitem__
+        entries = [joined(list(map(get, parts))) for parts in split_runs]
+        self._sentences.add(runs, entries)
+
+    def _add_single_sentences(self, keys: list[str]) -> None:
+        split = self._split_words(keys)
+        self.stats.new_words += self._add_words(split)
+        get = self._words.__getitem__
+        self._sentences.add(keys, [joined(list(map(get, words))) for words in split])
+        self.stats.new_sentences += len(keys)
+        self.stats.words += sum(map(len, split))
+
+    def _split_words(self, keys: list[str]) -> list[list[str]]:
+        """The word keys of sentence keys."""
+        if self.raw:  # a raw piece's key stands for it (`_raw_pieces`); normalized, it starts
+            # with the dummy prefix's ▁ unless it is empty: it has no head
+            texts = [k[:-1] if k.endswith(_CUT) else k + "." for k in keys]
+            split = [text.split(" ") if self.ascii and _plain_ascii(text) else None
+                     for text in texts]
+            others = [i for i, words in enumerate(split) if words is None]
+            for i, text in zip(others, self._normalize([texts[i] for i in others]), strict=True):
+                split[i] = text[1:].split(WORD_START) if text else []
+            return split
+        split = [text.split(WORD_START) for text in keys]
+        for words in split:
+            if words[0]:
+                words[0] += WORD_START  # the head's key
+            else:
+                del words[0]
+        return split
+
+    def _add_words(self, split: list[list[str]]) -> int:
+        """Segment the words of these sentences not held yet; how many there were."""
+        keys = list(set(filterfalse(self._words.__contains__, chain.from_iterable(split))))
+        if keys:
+            texts = list(map(_word_text, keys))
+            encoded = self._processor.encode(texts, num_threads=1)
+            self._words.add(keys, list(map(self._guard.word_entry, texts, encoded))
+                            if self._guard is not None else list(map(entry_of, encoded)))
+        return len(keys)
+
+    def _resegmented(self, keys: list[str], exponent: int) -> Entry | None:
+        """The entry of a text (its sentence keys) whose score magnitude has this exponent,
+        beyond that of some of its words, or None if it must be encoded plainly.
+
+        Where no piece crosses a word boundary, SentencePiece's Viterbi reaches each word from
+        one score: the float32 sum, in order, of the scores of the ids before it. Each
+        untrusted word is segmented again from that score (`UnigramGuard.segmented`); the others
+        keep their ids (their exponents allow the text's magnitude).
+        """
+        entries: list[Entry] = []
+        before: list[bytes] = []  # varints not yet summed into `score`
+        score = 0.0
+        for part in self._parts(keys, exponent):
+            if isinstance(part, str):
+                score = self._guard.summed(score, b"".join(before))
+                segmented = None if score is None else self._guard.segmented(part, score)
+                if segmented is None:
+                    return None
+                ids, score = segmented
+                part = entry_of(ids)
+                before = []
+            else:
+                before.append(part.varints)
+            entries.append(part)
+        return joined(entries)
+
+    def _parts(self, keys: list[str], exponent: int) -> list[Entry | str]:
+        """Sentence keys as entries that allow the exponent, and the normalized text of each
+        word that does not, from runs down to sentences and words."""
+        parts: list[Entry | str] = []
+        for key in keys:
+            if key not in self._sentences:  # dropped by `bound` since
+                self._add_sentences({key})
+            entry = self._sentences[key]
+            if entry.exponent >= exponent:
+                parts.append(entry)
+            elif self.raw and _is_run(key):
+                parts += self._parts(key.split(RAW_SENTENCE_END), exponent)
+            else:
+                split = self._split_words([key])
+                self._add_words(split)
+                for word in split[0]:
+                    entry = self._words[word]
+                    parts.append(entry if entry.exponent >= exponent else _word_text(word))
+        return parts
+
+
+def _word_text(key: str) -> str:
+    """The normalized text of a word key: ▁ and the word, or a head without its ▁."""
+    return key[:-1] if key.endswith(WORD_START) else WORD_START + key
+
+
+def _plain_ascii(text: str) -> bool:
+    """Printable ASCII without leading, trailing or repeated spaces (see `ascii_refusal`)."""
+    return (text.isascii() and text.isprintable() and text[:1] not in ("", " ")
+            and text[-1] != " " and "  " not in text)
+
+
+def _sentences(text: str) -> list[str]:
+    """`text` cut after each ".▁": pieces that start at a word and join back to `text`."""
+    if _CUT in text:
+        return [text]
+    return text.replace(SENTENCE_END, _CUT_SENTENCE_END).split(_CUT)
+
+
+def _is_run(key: str) -> bool:
+    """Whether a key of `_raw_pieces` is a run of sentences."""
+    return RAW_SENTENCE_END in key and not key.endswith(_CUT)
+
+
+def _raw_pieces(text: str) -> list[str]:
+    """Keys of raw `text` cut after its first and its last ". " (before the space): its first
+    sentence and the run of sentences between the cuts, each of which stands for itself and
+    the "." after it (the space before it normalizes away), and the rest followed by \0, which
+    stands for itself alone. The templates of a row share the run, their text being around it."""
+    first = text.find(RAW_SENTENCE_END)
+    if first < 0 or _CUT in text:
+        return [text + _CUT]
+    last = text.rfind(RAW_SENTENCE_END)
+    rest = text[last + 2:] + _CUT
+    if last == first:
+        return [text[:first], rest]
+    return [text[:first], text[first + 2:last], rest]
+
+
+class _Memo(dict):
+    """Entries by text, counting the characters of text held."""
+
+    def __init__(self):
+        super().__init__()
+        self.chars = 0
+
+    def add(self, texts: list[str], entries: list[Entry]) -> None:
+        self.update(zip(texts, entries, strict=True))
+        self.chars += sum(map(len, texts))
+
+    def bound(self, chars: int) -> None:
+        """Over `chars`, keep the newest entries that hold at most half of them."""
+        if self.chars <= chars:
+            return
+        held = list(accumulate(map(len, reversed(self))))  # by the newest so far
+        kept = bisect_right(held, chars // 2)
+        newest = list(islice(reversed(self.items()), kept))
+        self.clear()
+        self.update(reversed(newest))
+        self.chars = held[kept - 1] if kept else 0

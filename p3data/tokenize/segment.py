@@ -1,0 +1,135 @@
+"""The guard a unigram model's memo needs, and the Viterbi that re-segments tied words.
+
+SentencePiece's Viterbi adds float32 scores from the start of the text, so where two
+segmentations of a word score nearly alike (exact ties are common: "▁" "==" "=" against "▁" "="
+"=="), which one it keeps depends on rounding at the magnitude of the text's score so far.
+Rounding moves a path's score by at most half a float32 spacing per piece, in the text and
+alone, at a magnitude bounded by the summed magnitudes of the text's words plus the word's own
+worst case: a word's margin over its runner-up (`NBestEncode`) must beat that for both paths,
+twice over. Each word keeps the largest exponent of the text's magnitude at which it does
+(`UnigramGuard.word_entry`). In a text beyond some of its words' exponents, the memo has those
+words segmented again where they stand (`UnigramGuard.segmented`), else the text is encoded
+plainly. Words holding a user-defined piece are never trusted (`NBestEncode` scores those
+pieces by characters, `Encode` by bytes), nor words whose ids are not NBest's best. BPE merges
+by single piece scores: nothing to guard.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+
+import numpy as np
+import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+from p3data.tokenize.checks import PIECE
+from p3data.tokenize.entries import ALWAYS, NEVER, Entry, entry_of
+from p3data.varints import unpacked
+
+# SentencePiece scores an unknown character as the lowest piece score minus this (kUnkPenalty).
+_UNKNOWN_PENALTY = 10.0
+_FLOAT32 = struct.Struct("f")
+
+
+def _float32(value: float) -> float:
+    """`value` rounded to float32, as C++ stores a double in a float."""
+    return _FLOAT32.unpack(_FLOAT32.pack(value))[0]
+
+
+class UnigramGuard:
+    """A unigram model's piece scores, as its Viterbi counts them: how far each word's
+    segmentation is from a tie, and the word segmented again from a text's running score."""
+
+    def __init__(self, proto: model_pb2.ModelProto, processor: spm.SentencePieceProcessor):
+        """`processor`: the model reading text that is already normalized (the memo's)."""
+        self._processor = processor
+        unknown = min((p.score for p in proto.pieces if p.type == PIECE.NORMAL),
+                      default=0.0) - _UNKNOWN_PENALTY
+        self._max_magnitude = -unknown
+        # Scores as the segmentation counts them
+        self._scores = [unknown if p.type == PIECE.UNKNOWN else p.score for p in proto.pieces]
+        user_defined = [re.escape(p.piece) for p in proto.pieces if p.type == PIECE.USER_DEFINED]
+        self._user_defined = re.compile("|".join(user_defined)) if user_defined else None
+        self._normal = {p.piece: i for i, p in enumerate(proto.pieces) if p.type == PIECE.NORMAL}
+        self._longest = max(map(len, self._normal), default=0)
+        self._foldable = np.array([p.type == PIECE.NORMAL for p in proto.pieces])
+        self._scores32 = np.array(self._scores, np.float32)
+        self._unknown_id = processor.unk_id()
+        self._unknown_score = _float32(unknown)
+
+    def word_entry(self, text: str, ids: list[int]) -> Entry:
+        """The word's entry, with the largest exponent at which rounding cannot change it."""
+        if self._user_defined and self._user_defined.search(text):
+            return entry_of(ids, 0.0, NEVER)
+        result = self._processor.nbest_encode_as_immutable_proto(text, nbest_size=2)
+        nbest = result.nbests  # views into `result`, which must outlive them
+        best = nbest[0].score
+        if len(nbest) == 1:  # the only segmentation there is
+            return entry_of(ids, -best, ALWAYS)
+        margin = best - nbest[1].score
+        # Any other segmentation scores at most best - margin, so `ids` are best's if they score
+        # nearer than that; merged unknown or byte pieces score otherwise: compare the ids.
+        if (not abs(sum(map(self._scores.__getitem__, ids)) - best) < margin / 2
+                and self._processor.nbest_encode_as_ids(text, nbest_size=1)[0] != ids):
+            return entry_of(ids, -best, NEVER)
+        # Needed: margin > 2 paths x 2 (text, alone) x length/2 x spacing, x 2 to spare (which
+        # also covers NBest's own rounding of the margin). The
+        # spacing at exponent e (magnitudes in [2**(e-1), 2**e)) is 2**(e-24); the text's and
+        # the word's own parts of the magnitude at most double it: the largest e with
+        # 8 x length x spacing below the margin, if the word's own part passes on its own.
+        allowed = margin / (8 * len(text))
+        own = self._max_magnitude * len(text)
+        if math.ldexp(1.0, math.frexp(own)[1] - 24) >= allowed:
+            return entry_of(ids, -best, NEVER)
+        return entry_of(ids, -best, math.ceil(24 + math.log2(allowed)) - 1)
+
+    def summed(self, score: float, varints: bytes) -> float | None:
+        """`score` plus the scores of these ids, one at a time in float32, as the Viterbi sums
+        them along its best path; None if an id is not a normal piece (those merged, split
+        into bytes or scored otherwise)."""
+        ids = unpacked(varints)
+        if not self._foldable[ids].all():
+            return None
+        sums = np.add.accumulate(np.append(np.float32(score), self._scores32[ids]))
+        return float(sums[-1])
+
+    def segmented(self, text: str, score: float) -> tuple[list[int], float] | None:
+        """A normalized word's ids and the score after it, reached from `score`, as
+        SentencePiece's optimized Viterbi finds them; None if they hold an unknown character or
+        a user-defined piece matches (scored otherwise).
+
+        At each end the best candidate so far is kept: a piece's score plus the score at its
+        start, added and compared in double precision, kept as float32. Starts are tried in
+        order and only a greater score replaces a kept one, so of equal scores the earliest
+        start wins.
+        """
+        if self._user_defined and self._user_defined.search(text):
+            return None
+        normal, scores = self._normal, self._scores
+        best: list[tuple[float, int, int] | None] = [None] * (len(text) + 1)
+        best[0] = (score, 0, 0)
+        for start in range(len(text)):
+            reached = best[start][0]
+            for end in range(start + 1, min(len(text), start + self._longest) + 1):
+                piece = normal.get(text[start:end])
+                if piece is not None:
+                    candidate = scores[piece] + reached
+                    kept = best[end]
+                    if kept is None or candidate > kept[0]:
+                        best[end] = (_float32(candidate), start, piece)
+            if text[start] not in normal:  # an unknown character, added in float32
+                candidate = _float32(self._unknown_score + reached)
+                kept = best[start + 1]
+                if kept is None or candidate > kept[0]:
+                    best[start + 1] = (candidate, start, self._unknown_id)
+        ids = []
+        end = len(text)
+        while end:
+            _, end, piece = best[end]
+            ids.append(piece)
+        if self._unknown_id in ids:
+            return None  # merged with its neighbours, or split into bytes
+        ids.reverse()
+        return ids, best[-1][0]

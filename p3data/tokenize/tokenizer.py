@@ -1,0 +1,122 @@
+"""Batch tokenization with SentencePiece, giving exactly seqio's ids for T0's vocabularies.
+
+seqio adds the extra ids to the model as user-defined pieces `▁<extra_id_N>` (in reverse
+order) before loading it; the same is done here on the model bytes, so the cache and seqio's
+on-the-fly tokenization agree without importing seqio or TensorFlow on workers.
+
+Short texts (labels, answer choices) are looked up whole; longer ones go to the memo
+(`memo.WordMemo`), which segments each distinct sentence and word once. The contract is identity
+with `SentencePieceProcessor.encode`; whatever could break it sends the text, or the whole
+model, to plain encoding. The cache asks for ids packed as varints (`encode_packed`), which is
+how the memo keeps them. `P3DATA_TOKENIZER_MEMO=0` (or `Tokenizer(memo=False)`) sends every text
+to plain encoding: the same ids, for anyone who needs to rule the memo out.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+from collections.abc import Sequence
+from typing import Protocol
+
+import sentencepiece as spm
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+from p3data.errors import P3DataError
+from p3data.tokenize.checks import PIECE, word_split_refusal
+from p3data.tokenize.entries import Entry, entry_of
+from p3data.tokenize.memo import WordMemo
+from p3data.varints import unpacked
+
+EOS_ID = 1
+# Short strings (labels, answer choices) repeat across rows and templates: tokenize them once.
+MEMO_MAX_CHARS = 64
+_MEMO_MAX_ENTRIES = 200_000
+# "0" turns the memos off: every text goes to `SentencePieceProcessor.encode` as it is.
+ENV_MEMO = "P3DATA_TOKENIZER_MEMO"
+_OFF, _ON = ("0", "false", "no", "off"), ("", "1", "true", "yes", "on")
+
+_LOG = logging.getLogger(__name__)
+
+
+def with_extra_ids(model: bytes, extra_ids: int) -> bytes:
+    """The model proto seqio's `SentencePieceVocabulary(extra_ids=...)` tokenizes with."""
+    proto = model_pb2.ModelProto.FromString(model)
+    for i in reversed(range(extra_ids)):
+        proto.pieces.add(piece=f"▁<extra_id_{i}>", score=0.0, type=PIECE.USER_DEFINED)
+    return proto.SerializeToString()
+
+
+def memo_setting() -> bool:
+    """Whether `ENV_MEMO` leaves the memo on (it is, unless set to 0, false, no or off)."""
+    value = os.environ.get(ENV_MEMO, "")
+    if value.strip().lower() not in _OFF + _ON:
+        raise P3DataError(f"{ENV_MEMO}={value!r}: 1 uses the memo (the default), 0 encodes "
+                          "every text plainly")
+    return value.strip().lower() not in _OFF
+
+
+class Packed(Protocol):
+    """A text's ids as one packed run of varints (as a `tf.train.Example` holds them), and how
+    many of them are neither 0 nor 1 (padding and EOS, which seqio's statistics leave out)."""
+
+    @property
+    def varints(self) -> bytes: ...
+
+    @property
+    def tokens(self) -> int: ...
+
+
+class Tokenizer:
+    """Encodes batches of strings to exactly `SentencePieceProcessor.encode`'s id lists."""
+
+    def __init__(self, model: bytes, extra_ids: int, *, memo: bool | None = None):
+        """`memo`: whether to memoize texts, sentences and words (None: `memo_setting()`);
+        without, each text goes to `SentencePieceProcessor.encode`, for the same ids."""
+        self.model_sha256 = hashlib.sha256(model).hexdigest()
+        proto = model_pb2.ModelProto.FromString(with_extra_ids(model, extra_ids))
+        self._processor = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
+        self._memoized = memo_setting() if memo is None else memo
+        refusal = (word_split_refusal(proto) if self._memoized
+                   else "turned off by " + ("memo=False" if memo is False else ENV_MEMO))
+        if refusal:
+            _log_plain_encoding(self.model_sha256, refusal)
+        self.memo = None if refusal else WordMemo(proto, self._processor.normalize)
+        self._texts: dict[str, Entry] = {}  # short texts
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        return [unpacked(entry.varints).tolist() for entry in self._entries(texts)]
+
+    def encode_packed(self, texts: Sequence[str]) -> list[Packed]:
+        """`encode`'s ids, packed: as the memo keeps them (nothing per id)."""
+        return self._entries(texts)
+
+    def _entries(self, texts: Sequence[str]) -> list[Entry]:
+        if not self._memoized:
+            return list(map(entry_of, self._processor.encode(list(texts), num_threads=1)))
+        memo = self._texts
+        missing = list({t for t in texts if len(t) > MEMO_MAX_CHARS or t not in memo})
+        if not missing:
+            return list(map(memo.__getitem__, texts))
+        encoded = dict(zip(missing, self._encode_distinct(missing), strict=True))
+        if len(memo) < _MEMO_MAX_ENTRIES:
+            memo.update((t, entry) for t, entry in encoded.items() if len(t) <= MEMO_MAX_CHARS)
+        return [encoded[t] if t in encoded else memo[t] for t in texts]
+
+    def _encode_distinct(self, texts: list[str]) -> list[Entry]:
+        found = self.memo.lookup(texts) if self.memo is not None else [None] * len(texts)
+        plain = [i for i, entry in enumerate(found) if entry is None]
+        if plain:
+            encoded = self._processor.encode([texts[i] for i in plain], num_threads=1)
+            for i, ids in zip(plain, encoded, strict=True):
+                found[i] = entry_of(ids)
+        return found
+
+
+@functools.cache
+def _log_plain_encoding(model_sha256: str, reason: str) -> None:
+    """Once per model and process."""
+    _LOG.info("SentencePiece model %s…: plain encoding, not word by word (%s)",
+              model_sha256[:12], reason)
