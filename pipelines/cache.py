@@ -170,6 +170,9 @@ def run_cache(config: CacheConfig, specs: Sequence[TaskSpec], *, splits: Sequenc
             withdraw(config, info)
         if plan.units:
             _run_pipeline(plan, pipeline_args, progress_every, out)
+        for task, info in plan.tasks.items():
+            if not info.splits:  # it keeps every split as it is: only its manifest is written
+                write_record(config.workdir.task_status(task), finalize_task(config, info, []))
         for task in plan.tasks:
             status = read_record(config.workdir.task_status(task), TaskStatus) or TaskStatus(
                 "the pipeline ended without finishing this task")
@@ -191,9 +194,11 @@ def _announce(plan: CachePlan, selected: int, swept: int, out: TextIO) -> None:
     resumed = (f"; {len(plan.resumed):,} of them ({plan.resumed_rows:,} rows) done by an "
                f"earlier run" if plan.resumed else "")
     failed = f", {len(plan.failed)} cannot be built (listed at the end)" if plan.failed else ""
+    skipped = (f", {len(plan.skipped)} without the splits asked for (left as they are)"
+               if plan.skipped else "")
     print(f"[p3data cache] {selected} tasks: {len(plan.tasks)} to build ({units:,} source "
           f"shards, {plan.rows + plan.resumed_rows:,} rows{resumed}), {len(plan.done)} already "
-          f"complete{failed}", file=out, flush=True)
+          f"complete{failed}{skipped}", file=out, flush=True)
     if swept:
         print(f"[p3data cache] removed {swept} temporary files left by an interrupted run",
               file=out)

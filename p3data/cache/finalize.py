@@ -13,7 +13,9 @@ the output shards, whose names and digests its work record keeps for `write_shar
 
 A rebuild first withdraws the old build (`withdraw`, on the driver, before any worker writes):
 `COMPLETED` goes first, then the manifest, then every file this build will not reuse, so a
-crash at any point leaves a folder seqio does not read as complete.
+crash at any point leaves a folder seqio does not read as complete. Splits a run keeps as they
+are (not asked for, or built from the same rows with the same settings) keep their files, and
+the old manifest that records them stays until the new one, listing them too, replaces it.
 """
 
 from __future__ import annotations
@@ -89,19 +91,23 @@ def _reusable_record(config: CacheConfig, info: TaskInfo, split: str) -> SplitRe
 
 
 def withdraw(config: CacheConfig, info: TaskInfo) -> None:
-    """Before a task is (re)built: remove COMPLETED, then the manifest, then every file that
-    no reusable split of this build lists (old shards, other shard counts, strays)."""
+    """Before a task is (re)built: remove COMPLETED, then the manifest (kept while it records
+    splits the build keeps, until the new one replaces it), then every file that neither a
+    kept split nor a reusable split of this build lists (old shards, other shard counts,
+    strays)."""
     folder = _task_folder(config, info.spec.name)
     present = fs.files_in(folder)
     if not present:
         return
-    keep = {name for split in info.splits
-            for name in getattr(_reusable_record(config, info, split), "files", {})}
-    first = [name for name in (layout.COMPLETED, layout.MANIFEST) if name in present]
-    for name in first:  # one at a time, in this order: COMPLETED is never left alone
-        fs.delete([fs.join(folder, name)])
+    keep = {name for record in info.kept.values() for name in record.files}
+    keep |= {name for split in info.splits
+             for name in getattr(_reusable_record(config, info, split), "files", {})}
+    seals = (layout.COMPLETED,) if info.kept else (layout.COMPLETED, layout.MANIFEST)
+    for name in seals:  # one at a time, in this order: COMPLETED is never left alone
+        if name in present:
+            fs.delete([fs.join(folder, name)])
     fs.delete([fs.join(folder, name) for name in present
-               if name not in keep and name not in first])
+               if name not in keep and name not in (layout.COMPLETED, layout.MANIFEST)])
 
 
 @dataclass(frozen=True)
@@ -360,6 +366,8 @@ def finalize_task(config: CacheConfig, info: TaskInfo,
         tracebacks = [s.traceback for s in by_split.values() if s.traceback]
         return TaskStatus("; ".join(failed + [f"{m}: not built" for m in missing]),
                           tracebacks[:1])
+    records = {**info.kept, **{split: by_split[split].record for split in info.splits}}
+    listed = [split for split in info.spec.split_mapping if split in records]
     folder = _task_folder(config, task)
     template = info.spec.template
     manifest = Manifest(
@@ -368,15 +376,16 @@ def finalize_task(config: CacheConfig, info: TaskInfo,
         template=TemplateRecord(template.name, template.id, template.origin,
                                 template_digest(template)),
         score_eval=info.spec.score_eval, sources=info.sources,
-        split_mapping={s: info.spec.split_mapping[s] for s in info.splits},
+        split_mapping={s: info.spec.split_mapping[s] for s in listed},
         vocabulary=VocabularyRecord(config.vocab_sha256, config.extra_ids),
         seed=config.seed, layout="p3" if config.p3_layout else "seqio",
-        splits={split: by_split[split].record for split in info.splits})
+        splits={split: records[split] for split in listed})
     present = set(fs.files_in(folder))
     if absent := sorted(manifest.files - present):
         return TaskStatus(f"{absent[0]} vanished from {folder} during the build")
-    fs.delete([fs.join(folder, name) for name in sorted(present - manifest.files)])
-    write_manifest(folder, manifest)
+    strays = present - manifest.files - {layout.MANIFEST, layout.COMPLETED}
+    fs.delete([fs.join(folder, name) for name in sorted(strays)])
+    write_manifest(folder, manifest)  # replaces a manifest that recorded the kept splits
     fs.write_bytes(fs.join(folder, layout.COMPLETED), b"")
     fs.delete_tree(config.workdir.task(task))
     return TaskStatus()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -21,7 +22,13 @@ from p3data.datasets.shards import ROWS_PER_SHARD, Shard
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError
 from p3data.format import layout
-from p3data.format.manifest import FORMAT_VERSION, ManifestError, read_manifest
+from p3data.format.manifest import (
+    FORMAT_VERSION,
+    Manifest,
+    ManifestError,
+    SplitRecord,
+    read_manifest,
+)
 from p3data.format.work import UnitMarker, WorkDir, read_record
 from p3data.templates import Template
 from p3data.vocab import EXTRA_IDS
@@ -113,13 +120,15 @@ class CacheConfig:
 
 @dataclass(frozen=True)
 class TaskInfo:
-    """What the finalize stage needs to know of one task being built."""
+    """What the finalize stage needs to know of one task being built: the splits to build, and
+    those its folder keeps as they are (not asked for, or built from the same rows before)."""
 
     spec: t0.TaskSpec
-    fingerprint: str
+    fingerprint: str  # of the build its manifest will record, every split it lists
     splits: tuple[str, ...]  # task splits to build
     shard_counts: dict[str, int]  # task split -> source shards (= parts)
-    sources: dict[str, dict]  # task split -> identity of the rows it reads
+    sources: dict[str, dict]  # task split -> identity of its rows, for every split listed
+    kept: dict[str, SplitRecord] = field(default_factory=dict)  # split -> its record as kept
 
 
 @dataclass
@@ -129,6 +138,7 @@ class CachePlan:
     tasks: dict[str, TaskInfo] = field(default_factory=dict)  # tasks to build
     failed: dict[str, str] = field(default_factory=dict)  # task -> why it cannot be built
     done: list[str] = field(default_factory=list)  # tasks already complete with this setup
+    skipped: list[str] = field(default_factory=list)  # tasks without any of the splits asked for
     resumed: set[str] = field(default_factory=set)  # units an earlier run finished
     tracebacks: list[str] = field(default_factory=list)  # of unexpected errors (bugs)
     drift: dict[str, tuple[str, ...]] = field(default_factory=dict)  # dataset/split -> accepted
@@ -169,16 +179,56 @@ def _fingerprint(config: CacheConfig, spec: t0.TaskSpec, sources: dict) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def is_complete(config: CacheConfig, task: str, fingerprint: str) -> bool:
-    """COMPLETED, and a manifest of a build with the same fingerprint (an unreadable manifest
-    means the task is rebuilt)."""
-    folder = layout.task_dir(config.output_dir, task, config.p3_layout)
-    if not fs.exists(fs.join(folder, layout.COMPLETED)):
-        return False
+def _earlier_build(config: CacheConfig, spec: t0.TaskSpec, folder: str) -> Manifest | None:
+    """The folder's manifest if it records a build with this run's settings, whatever rows it
+    read (its fingerprint is this run's for its sources); None if not, or unreadable."""
     try:
-        return read_manifest(folder).fingerprint == fingerprint
+        manifest = read_manifest(folder)
     except ManifestError:
-        return False
+        return None
+    same = _fingerprint(config, spec, manifest.sources) == manifest.fingerprint
+    return manifest if same else None
+
+
+_SPLIT_FILE = re.compile(r"info\.(.+)\.json|stats\.(.+)\.json|(.+)\.tfrecord-\d+-of-\d+"
+                         r"|index\.(.+)-\d+-of-\d+\.npy")
+
+
+def _splits_present(names: Sequence[str]) -> set[str]:
+    """The splits whose shards, indexes, info or stats are among these file names."""
+    return {next(filter(None, match.groups())) for name in names
+            if (match := _SPLIT_FILE.fullmatch(name))}
+
+
+def plan_task(config: CacheConfig, spec: t0.TaskSpec, sources: dict[str, dict],
+              shard_counts: dict[str, int]) -> TaskInfo | str | None:
+    """What a run asked to build these splits of a task (`sources`: the identity of each one's
+    rows) does with its folder: None when it holds this very build; else the splits to build
+    and those to keep as they are: every split not asked for, and those asked for that the
+    same settings built from the same rows. A split not asked for that cannot be kept (built
+    with other settings, or not recorded) is never removed: the task fails, saying why."""
+    folder = layout.task_dir(config.output_dir, spec.name, config.p3_layout)
+    names = fs.files_in(folder)
+    earlier = _earlier_build(config, spec, folder) if layout.MANIFEST in names else None
+    earlier_splits = earlier.splits if earlier else {}
+    keepable = {split: record for split, record in earlier_splits.items()
+                if split in spec.split_mapping and set(record.files) <= set(names)}
+    order = list(spec.split_mapping)
+    others = sorted(_splits_present(names) & set(order) - set(sources), key=order.index)
+    if lost := [split for split in others if split not in keepable]:
+        return (f"{folder} holds its {', '.join(lost)} split{'s' * (len(lost) > 1)}, built with "
+                "other settings or not recorded in its manifest, which building only "
+                f"{', '.join(sources)} would lose: run without --splits to rebuild every split")
+    kept = {split: keepable[split] for split in order if split in others or (
+        split in sources and earlier and earlier.sources.get(split) == sources[split]
+        and split in keepable)}
+    every = {split: earlier.sources.get(split, {}) if split in others else sources[split]
+             for split in order if split in others or split in sources}
+    fingerprint = _fingerprint(config, spec, every)
+    if layout.COMPLETED in names and earlier and earlier.fingerprint == fingerprint:
+        return None
+    build = tuple(split for split in sources if split not in kept)
+    return TaskInfo(spec, fingerprint, build, {s: shard_counts[s] for s in build}, every, kept)
 
 
 def _check_splits(specs: Sequence[t0.TaskSpec], splits: Sequence[str]) -> None:
@@ -195,6 +245,8 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
     plan = CachePlan(config)
     wanted = {spec.name: [s for s in spec.split_mapping if not splits or s in splits]
               for spec in specs}
+    plan.skipped = [spec.name for spec in specs if not wanted[spec.name]]
+    specs = [spec for spec in specs if wanted[spec.name]]
     readers = t0.group_by_source_split(specs, splits)
     listed: dict[tuple[DatasetKey, str], tuple[list[Shard], dict]] = {}
     for (key, source_split), users in readers.items():
@@ -218,18 +270,20 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
         if spec.name in plan.failed:
             continue
         reads = {s: (spec.entry.key, spec.split_mapping[s]) for s in wanted[spec.name]}
-        sources = {s: listed[k][1] for s, k in reads.items()}
-        info = TaskInfo(spec, _fingerprint(config, spec, sources), tuple(wanted[spec.name]),
-                        {s: len(listed[k][0]) for s, k in reads.items()}, sources)
-        if is_complete(config, spec.name, info.fingerprint):
+        info = plan_task(config, spec, {s: listed[k][1] for s, k in reads.items()},
+                         {s: len(listed[k][0]) for s, k in reads.items()})
+        if info is None:
             plan.done.append(spec.name)
+        elif isinstance(info, str):
+            plan.failed[spec.name] = info
         else:
             plan.tasks[spec.name] = info
     for (key, source_split), users in readers.items():
         outputs = tuple(
             TaskOutput(spec.name, split, spec.template, spec.score_eval,
                        plan.tasks[spec.name].fingerprint)
-            for spec, split in users if spec.name in plan.tasks)
+            for spec, split in users
+            if spec.name in plan.tasks and split in plan.tasks[spec.name].splits)
         if outputs:
             job = SplitJob(users[0][0].entry, source_split, outputs)
             shards = listed[(key, source_split)][0]
