@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TextIO
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
+from p3data.pipelines.options import beam_pipeline
 
 from p3data import fs
 from p3data.cache.finalize import (
@@ -156,10 +156,14 @@ def build(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
 
 
 def run_cache(config: CacheConfig, specs: Sequence[TaskSpec], *, splits: Sequence[str] = (),
-              pipeline_args: Sequence[str] = (), force: bool = False,
-              progress_every: float = 10.0, out: TextIO = sys.stderr) -> RunResult:
-    """Build the caches of `specs`; every failure is in the result, none is raised."""
+              pipeline_args: Sequence[str] = (), own_options: Sequence[str] = (),
+              force: bool = False, progress_every: float = 10.0,
+              out: TextIO = sys.stderr) -> RunResult:
+    """Build the caches of `specs`; every failure of a task is in the result, none is raised.
+    Beam's options are checked first (`own_options`: the caller's, offered when an unknown
+    one is close to them): a bad one raises `P3DataError` before the folder is touched."""
     start = time.monotonic()
+    pipeline = beam_pipeline(pipeline_args, own_options=own_options)
     command = " ".join(["p3data cache", *sys.argv[2:]])
     with output_lock(config.output_dir, force=force, command=command):
         swept = fs.sweep_temporaries(config.output_dir)
@@ -169,7 +173,7 @@ def run_cache(config: CacheConfig, specs: Sequence[TaskSpec], *, splits: Sequenc
         for info in plan.tasks.values():
             withdraw(config, info)
         if plan.units:
-            _run_pipeline(plan, pipeline_args, progress_every, out)
+            _run_pipeline(plan, pipeline, progress_every, out)
         for task, info in plan.tasks.items():
             if not info.splits:  # it keeps every split as it is: only its manifest is written
                 write_record(config.workdir.task_status(task), finalize_task(config, info, []))
@@ -207,16 +211,14 @@ def _announce(plan: CachePlan, selected: int, swept: int, out: TextIO) -> None:
             print(f"[p3data cache] {where}: accepted drift from T0's rows: {line}", file=out)
 
 
-def _run_pipeline(plan: CachePlan, pipeline_args: Sequence[str], progress_every: float,
+def _run_pipeline(plan: CachePlan, pipeline: beam.Pipeline, progress_every: float,
                   out: TextIO) -> None:
     work = plan.config.workdir
     todo = {work.unit_marker(u.name): u.rows for u in plan.units if u.name not in plan.resumed}
     fs.delete([path for path in fs.glob(work.unit_markers) if path in todo])
     fs.delete_tree(work.assembled_root)
-    options = PipelineOptions(list(pipeline_args) or ["--runner=DirectRunner"])
     with Progress(unit_markers=work.unit_markers, todo=todo,
                   assembled_markers=work.assembled_markers, splits=plan.task_splits,
                   interval=progress_every, stream=out):
-        pipeline = beam.Pipeline(options=options)
         build(pipeline, plan)
         pipeline.run().wait_until_finish()
