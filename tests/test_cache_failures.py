@@ -122,6 +122,27 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path, args, message):
     assert not (tmp_path / "out" / COPA).exists()
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["--spilts", "train"], "--spilts: no such option of p3data cache or of Beam's pipeline "
+                            "options; did you mean --splits?"),
+    (["--direct_num_worker=2"], "did you mean --direct_num_workers?"),
+    (["--bogus-beam-flag=1"], "--bogus-beam-flag: no such option"),
+    (["--direct_num_workers=abc"], "--direct_num_workers: invalid int value: 'abc'"),
+    (["--direct_running_mode", "fast"], "--direct_running_mode: invalid choice: 'fast'"),
+    (["--runner=NoSuchRunner"], "no Beam runner 'NoSuchRunner'"),
+    (["--runner=DataflowRunner"], "Beam's DataflowRunner"),  # Beam's checks: no --project
+])
+def test_bad_beam_options_are_one_line_and_exit_2_before_any_work(tmp_path, args, message):
+    """p3data hands Beam only options Beam knows, with values it takes, for a runner it has:
+    anything else is refused before the output folder is locked or touched."""
+    out = tmp_path / "out"
+    result = run_cache(out, "--tasks", COPA, *args, check=False)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr[-3000:]
+    assert result.stdout == ""
+    assert not out.exists()
+
+
 def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -138,6 +159,20 @@ def test_a_second_writer_is_refused_and_told_who_writes(tmp_path):
     assert "is being written by" in result.stderr and "p3data cache --mixture t0_train" in (
         result.stderr)
     assert not (out / COPA).exists()
+
+
+def test_force_never_takes_over_a_live_run_nor_sweeps_its_files(tmp_path):
+    out = tmp_path / "out"
+    with output_lock(str(out), command="p3data cache --mixture t0_train") as held:
+        temporary = out / COPA / ".p3data-tmp-0123abcd-train.tfrecord-00000-of-00001"
+        temporary.parent.mkdir()
+        temporary.write_bytes(b"being written")
+        result = run_cache(out, "--tasks", COPA, "--force", check=False)
+        assert result.returncode == 2
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert "is being written by" in result.stderr and "wait for it to end" in result.stderr
+        assert temporary.read_bytes() == b"being written"
+        assert json.loads((out / ".p3data-lock").read_text())["run_id"] == held.run_id
 
 
 def test_an_unreadable_manifest_means_a_rebuild(tmp_path):
