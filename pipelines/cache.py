@@ -58,9 +58,11 @@ class RenderShard(beam.DoFn):
         self.tokenizer = Tokenizer(self.config.vocab_model, self.config.extra_ids)
 
     def process(self, unit: WorkUnit) -> Iterator[tuple[tuple[str, str], int]]:
-        for key in process_unit(self.config, unit, self.tokenizer):
-            yield key, unit.index
-        write_record(self.config.workdir.unit_marker(unit.name), UnitMarker(unit.rows, unit.key))
+        if process_unit(self.config, unit, self.tokenizer):  # a failed unit is redone
+            write_record(self.config.workdir.unit_marker(unit.name),
+                         UnitMarker(unit.rows, unit.key))
+        for out in unit.job.outputs:
+            yield (out.task, out.split), unit.index
 
 
 SplitPlan = SplitAssembly | SplitSummary  # what stage 2 does with a task split

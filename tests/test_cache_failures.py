@@ -84,22 +84,40 @@ def test_an_empty_source_split_fails(tmp_path):
     assert (out / RTE / "COMPLETED").exists()
 
 
-def test_an_unexpected_error_fails_its_dataset_split_and_keeps_the_traceback(tmp_path):
-    """A bug inside stage 1 for one dataset (injected) does not stop the other's tasks."""
-    out = tmp_path / "out"
+def _cache_failing_copa(out: Path, error: str) -> subprocess.CompletedProcess:
+    """`p3data cache` of copa and rte where stage 1 raises `error` on copa's rows."""
     inject = (
         "import sys\n"
         "import p3data.cache.shard_work as work\n"
+        "from p3data.errors import P3DataError\n"
         "real = work._render_shard\n"
-        "def buggy(config, unit, **kwargs):\n"
+        "def failing(config, unit, **kwargs):\n"
         "    if unit.job.entry.subset == 'copa':\n"
-        "        raise RuntimeError('injected bug')\n"
+        f"        raise {error}\n"
         "    return real(config, unit, **kwargs)\n"
-        "work._render_shard = buggy\n"
+        "work._render_shard = failing\n"
         "from p3data.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n")
     command = [sys.executable, "-c", inject, *cache_command(out, "--tasks", BOTH)[1:]]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
+def test_a_failure_while_reading_rows_is_retried_by_the_rerun(tmp_path):
+    """A transient failure (a file gone for a moment) is not remembered: only finished work
+    is reused, so the rerun reads the rows again and completes."""
+    out = tmp_path / "out"
+    failed = _cache_failing_copa(out, "P3DataError('copa/train.jsonl: no such file')")
+    assert failed.returncode == 1
+    assert "no such file" in _failed_lines(failed)[COPA]
+    rerun = run_cache(out, "--tasks", BOTH)
+    assert "no such file" not in rerun.stdout
+    assert (out / COPA / "COMPLETED").exists() and not (out / ".p3data-work").exists()
+
+
+def test_an_unexpected_error_fails_its_dataset_split_and_keeps_the_traceback(tmp_path):
+    """A bug inside stage 1 for one dataset (injected) does not stop the other's tasks."""
+    out = tmp_path / "out"
+    result = _cache_failing_copa(out, "RuntimeError('injected bug')")
     assert result.returncode == 1
     assert "a bug in p3data" in _failed_lines(result)[COPA]
     assert "Traceback" in result.stderr and "RuntimeError: injected bug" in result.stderr
