@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -172,6 +173,25 @@ def test_empty_split_is_written_like_seqio(tmp_path):
     assert (task / "info.test.json").read_text() == "{}\n"
     assert (task / "stats.test.json").read_text() == '{\n  "examples": 0\n}\n'
     assert (task / "test.tfrecord-00000-of-00001").read_bytes() == b""
+
+
+def test_more_output_shards_than_files_a_process_may_open(tmp_path):
+    """Dealing a split into its shards keeps a bounded number of files open."""
+    limit = 256
+    out = tmp_path / "out"
+    command = cache_command(out, "--tasks", "super_glue_copa_exercise", "--splits", "validation",
+                            "--shards", str(limit + 50))
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                  (limit, limit)))
+    assert result.returncode == 0, result.stderr[-3000:]
+    folder = out / "super_glue_copa_exercise"
+    assert verify_task(str(folder)) == []
+    assert len(list(folder.glob("validation.tfrecord-*-of-00306"))) == limit + 50
+    examples = read_examples("super_glue_copa_exercise", "validation", out)
+    assert len(examples) == json.loads((folder / "stats.validation.json").read_text())[
+        "examples"] > 0
+    assert_same_examples(examples, read_examples("super_glue_copa_exercise", "validation"))
 
 
 def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path):

@@ -58,6 +58,7 @@ MAX_AUTO_SHARDS = 64  # seqio's --min_shards default: enough for 64 reading host
 DEAL_BATCH = 512  # records dealt at a time (larger blocks cost page faults, not fewer calls)
 DEAL_MEMORY = 256 << 20  # about the most bytes of records a part's dealing holds at once
 COPY_BLOCK = 1 << 20  # bytes read at a time when writing a shard
+OPEN_SHARDS = 64  # output shards a worker writes at once (each an open file)
 
 
 def info_features(info: TaskInfo) -> dict[str, dict]:
@@ -221,25 +222,28 @@ def _deal(path: str, target: str, *, score_eval: bool, job: PartJob) -> DealtPar
 
 def _deal_into_shards(path: str, folder: str, *, score_eval: bool,
                       job: PartJob) -> dict[str, str]:
-    """Deal a split's only part straight into its output shards, then write their record
-    indexes; returns their names and sha256s."""
+    """Deal a split's only part straight into its output shards, at most OPEN_SHARDS of them
+    open at a time (a pass over the part per group), then write their record indexes; returns
+    their names and sha256s."""
     names = [layout.shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
     digests = [hashlib.sha256() for _ in names]
     lengths: list[list[int]] = [[] for _ in names]
-    with contextlib.ExitStack() as stack:
-        shards = [stack.enter_context(fs.atomic_writer(fs.join(folder, name)))
-                  for name in names]
-        position = job.first  # of the next record in the split
-        with fs.open_read(path) as part:
-            for block in batched(_final_records(part, path, score_eval, job.offset),
-                                 DEAL_BATCH):
-                for shard, (handle, digest) in enumerate(zip(shards, digests, strict=True)):
-                    records = block[(shard - position) % job.shards::job.shards]
-                    data = b"".join(records)
-                    handle.write(data)
-                    digest.update(data)
-                    lengths[shard] += [len(record) - FRAMING for record in records]
-                position += len(block)
+    for low in range(0, job.shards, OPEN_SHARDS):
+        group = range(low, min(low + OPEN_SHARDS, job.shards))
+        with contextlib.ExitStack() as stack:
+            shards = {shard: stack.enter_context(fs.atomic_writer(fs.join(folder, names[shard])))
+                      for shard in group}
+            position = job.first  # of the next record in the split
+            with fs.open_read(path) as part:
+                for block in batched(_final_records(part, path, score_eval, job.offset),
+                                     DEAL_BATCH):
+                    for shard, handle in shards.items():
+                        records = block[(shard - position) % job.shards::job.shards]
+                        data = b"".join(records)
+                        handle.write(data)
+                        digests[shard].update(data)
+                        lengths[shard] += [len(record) - FRAMING for record in records]
+                    position += len(block)
     written = {name: digest.hexdigest() for name, digest in zip(names, digests, strict=True)}
     written.update(_write_index(folder, name, shard_lengths)
                    for name, shard_lengths in zip(names, lengths, strict=True))
