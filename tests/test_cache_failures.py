@@ -14,6 +14,7 @@ import pytest
 from helpers.cache import cache_command, copy_samples, run_cache
 
 from p3data.cache.lock import output_lock
+from p3data.cache.verify import verify_task
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.samples import sample_rows
 
@@ -202,6 +203,27 @@ def test_an_unreadable_manifest_means_a_rebuild(tmp_path):
     result = run_cache(out, "--tasks", COPA)
     assert "1 to build" in result.stderr
     assert manifest.read_bytes() == good
+
+
+@pytest.mark.parametrize(("damaged", "code"), [(False, 0), (True, 1)])
+@pytest.mark.parametrize("streams", ["stdout", "stdout and stderr"])
+def test_a_reader_that_goes_away_stops_nothing(tmp_path, streams, damaged, code):
+    """`p3data cache ... | head -1` (or `2>&1 | head -1`): the build goes on to its end, cleans
+    up, and exits as it would have."""
+    mirror, copa = _mirror(tmp_path)
+    if damaged:
+        (copa / "test.jsonl").write_text("")  # copa fails: an empty source split
+    out = tmp_path / "out"
+    both = streams == "stdout and stderr"
+    process = subprocess.Popen(cache_command(out, "--tasks", BOTH, data_dir=mirror),
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT if both else subprocess.DEVNULL)
+    assert process.stdout.readline()
+    process.stdout.close()  # the reader goes away after one line
+    assert process.wait(timeout=600) == code
+    assert not (out / ".p3data-lock").exists()
+    assert (out / ".p3data-work").exists() == damaged
+    assert (out / RTE / "COMPLETED").exists() and verify_task(str(out / RTE)) == []
 
 
 def test_console_is_quiet_with_workers_and_says_more_with_verbose(tmp_path):

@@ -42,9 +42,11 @@ def run(args: argparse.Namespace) -> int:
         result = run_cache(config, specs, splits=args.splits, pipeline_args=args.beam_args,
                            own_options=args.own_options, force=args.force,
                            progress_every=args.progress_every, out=stream)
-    print(summary_table(result))
-    for text in result.tracebacks:
-        print(text, file=sys.stderr)
+    with console.reader_may_leave(sys.stdout):
+        print(summary_table(result))
+    with console.reader_may_leave(sys.stderr):
+        for text in result.tracebacks:
+            print(text, file=sys.stderr)
     return 0 if result.ok else 1
 
 
