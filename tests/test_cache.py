@@ -135,6 +135,30 @@ def test_failing_templates(tmp_path):
     assert (out / "super_glue_copa_exercise" / "COMPLETED").exists()
 
 
+def test_a_split_left_empty_by_failing_rows_fails(tmp_path):
+    """No example is a success only when T0's row rule left out every row: a template refused
+    on every row (the sandbox's refusals used to render as "", dropping every row as empty),
+    or one whose rows that T0's rule keeps all fail, even below the error rate."""
+    templates = tmp_path / "templates"
+    write_templates(templates, "super_glue", "copa", template_entry(
+        "refused-1", "refused", "{{ premise | attr('__class__') }} ||| x")
+        + template_entry("kept-fail-1", "kept fail",
+                         "{% if idx == 0 %}{{ premise.__class__ }}{% endif %} ||| x"))
+    out = tmp_path / "out"
+    result = run_cache(out, "--tasks", "super_glue_copa_(refused|kept_fail)", "--splits",
+                       "validation", "--max-error-rate", "0.5", check=False,
+                       env={"P3DATA_TEMPLATE_DIRS": str(templates)})
+    assert result.returncode == 1
+    failed = {line.split()[1].rstrip(":"): line for line in result.stdout.splitlines()
+              if line.startswith("FAILED ")}
+    assert "every one of the" in failed["super_glue_copa_refused"]
+    assert "template 'refused'" in failed["super_glue_copa_refused"]
+    assert "'__class__' of 'str' object is unsafe" in failed["super_glue_copa_refused"]
+    line = failed["super_glue_copa_kept_fail"]
+    assert "no example:" in line and "left out by T0's row rule" in line and "unsafe" in line
+    assert not list(out.glob("*/COMPLETED"))
+
+
 def test_missing_source_file_fails_only_that_task(tmp_path):
     mirror = tmp_path / "mirror"
     copy_samples(mirror, "super_glue", "rte")

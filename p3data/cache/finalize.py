@@ -323,7 +323,8 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
 
 
 def _verdict(config: CacheConfig, info: TaskInfo, split: str, record: SplitRecord) -> str:
-    """Why a fully processed split still is not a success ("" when it is one)."""
+    """Why a fully processed split still is not a success ("" when it is one). No example
+    is a success only when T0's row rule left out every row."""
     source = info.spec.split_mapping[split]
     rows, errors = record.rows_read, record.render_errors
     first = f": {record.errors[0]}" if record.errors else ""
@@ -333,6 +334,9 @@ def _verdict(config: CacheConfig, info: TaskInfo, split: str, record: SplitRecor
                 f"the data files" if listed else f"source split {source!r} has no rows")
     if errors == rows:
         return f"every one of the {rows:,} rows failed to render{first}"
+    if errors and not record.rows_kept:  # the rows that failed may be all it would have kept
+        return (f"no example: {rows - errors:,} rows left out by T0's row rule, and the other "
+                f"{errors:,} failed to render{first}")
     if errors > config.max_error_rate * rows:
         return (f"{errors:,} of {rows:,} rows ({errors / rows:.1%}) failed to render, more "
                 f"than the maximum error rate {config.max_error_rate:.1%}{first}")
