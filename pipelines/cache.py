@@ -37,6 +37,7 @@ from p3data.cache.finalize import (
     write_p3_index,
     write_shard,
 )
+from p3data.cache.folder import check_output_folder
 from p3data.cache.lock import output_lock
 from p3data.cache.plan import CacheConfig, CachePlan, TaskInfo, WorkUnit, build_plan
 from p3data.cache.progress import Progress
@@ -166,6 +167,7 @@ def run_cache(config: CacheConfig, specs: Sequence[TaskSpec], *, splits: Sequenc
     one is close to them): a bad one raises `P3DataError` before the folder is touched."""
     start = time.monotonic()
     pipeline = beam_pipeline(pipeline_args, own_options=own_options)
+    check_output_folder(config.output_dir)
     command = " ".join(["p3data cache", *sys.argv[2:]])
     with output_lock(config.output_dir, force=force, command=command):
         swept = fs.sweep_temporaries(config.output_dir)

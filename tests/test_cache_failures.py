@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers.cache import cache_command, copy_samples, run_cache
+from helpers.cache import cache_command, copy_samples, run_cache, tree
 
 from p3data.cache.lock import output_lock
 from p3data.cache.verify import verify_task
@@ -159,6 +159,35 @@ def test_bad_beam_options_are_one_line_and_exit_2_before_any_work(tmp_path, args
     assert result.returncode == 2, result.stderr[-3000:]
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr[-3000:]
     assert result.stdout == ""
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("stranger", ["notes.txt", "results/scores.csv",
+                                      f"{COPA}/my_notes.txt", f"{COPA}/.p3data-work/x"])
+def test_an_output_folder_that_is_not_a_cache_is_refused_untouched(tmp_path, stranger):
+    """p3data never deletes nor overwrites a file it did not write: it writes a cache into an
+    empty or new folder, or into a cache, nowhere else."""
+    out = tmp_path / "out"
+    (out / stranger).parent.mkdir(parents=True, exist_ok=True)
+    (out / stranger).write_text("mine")
+    before = tree(out)
+    result = run_cache(out, "--tasks", COPA, check=False)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "neither empty nor a p3data cache" in result.stderr
+    assert str(out / stranger) in result.stderr
+    assert tree(out) == before
+
+
+@pytest.mark.parametrize("data_dir", ["missing", "a file"])
+def test_a_data_dir_that_is_no_folder_is_one_line(tmp_path, data_dir):
+    path = tmp_path / data_dir
+    if data_dir == "a file":
+        path.write_text("")
+    out = tmp_path / "out"
+    result = run_cache(out, "--tasks", COPA, data_dir=path, check=False)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and f"{path}: not a folder" in result.stderr
+    assert "(--data-dir, --samples)" in result.stderr
     assert not out.exists()
 
 

@@ -16,11 +16,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from p3data import fs
 from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.commands import console
 from p3data.commands.extras import require
 from p3data.commands.options import add_data_options, positive_int, rate
 from p3data.datasets.shards import ROWS_PER_SHARD
+from p3data.errors import P3DataError
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from p3data.vocab import read_vocabulary
 
     require("apache_beam", "pyarrow")
+    _check_data_dir(args.data_dir)
     specs = t0.select(t0.load_definitions(), args.mixture, args.tasks)
     config = CacheConfig(
         output_dir=args.output_dir.rstrip("/"), vocab_model=read_vocabulary(args.vocab),
@@ -48,6 +51,14 @@ def run(args: argparse.Namespace) -> int:
         for text in result.tracebacks:
             print(text, file=sys.stderr)
     return 0 if result.ok else 1
+
+
+def _check_data_dir(path: str | None) -> None:
+    """A mirror folder given that is not one (missing, a file) fails every task alike: say it
+    once. (A gs:// folder exists only as the prefix of the objects in it.)"""
+    if path is not None and not (fs.is_dir(path) or fs.glob(fs.join(path, "*"))):
+        raise P3DataError(f"{path}: not a folder, so no mirror of rows; give the folder p3data "
+                          "fetch --to wrote", setting="rows")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
