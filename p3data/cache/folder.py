@@ -7,7 +7,6 @@ from __future__ import annotations
 import fnmatch
 
 from p3data import fs
-from p3data.cache.verify import TASK_FILES
 from p3data.errors import P3DataError
 from p3data.format import layout
 
@@ -23,6 +22,6 @@ def check_output_folder(root: str) -> None:
         if not parts[-1] or parts[0] == layout.WORK_DIR:  # object stores' folder markers
             continue
         if not any(fnmatch.fnmatchcase(parts[-1], pattern)
-                   for pattern in (ROOT_FILES if len(parts) == 1 else TASK_FILES)):
+                   for pattern in (ROOT_FILES if len(parts) == 1 else layout.TASK_FILES)):
             raise P3DataError(f"{root} is neither empty nor a p3data cache: it holds {path}; "
                               "choose an empty or new folder, or a cache p3data built")
