@@ -168,6 +168,11 @@ def template_digest(template: Template) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _json(value: object) -> str:
+    """`value` as JSON, as the manifest keeps it (a tuple reads back as a list)."""
+    return json.dumps(value, sort_keys=True)
+
+
 def _fingerprint(config: CacheConfig, spec: t0.TaskSpec, sources: dict) -> str:
     payload = {
         "p3data": __version__, "format": FORMAT_VERSION, "task": spec.name,
@@ -176,7 +181,7 @@ def _fingerprint(config: CacheConfig, spec: t0.TaskSpec, sources: dict) -> str:
         "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
         "seed": config.seed, "shards": config.shards, "p3_layout": config.p3_layout,
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(_json(payload).encode()).hexdigest()
 
 
 def _earlier_build(config: CacheConfig, spec: t0.TaskSpec, folder: str) -> Manifest | None:
@@ -210,8 +215,8 @@ def plan_task(config: CacheConfig, spec: t0.TaskSpec, sources: dict[str, dict],
     folder = layout.task_dir(config.output_dir, spec.name, config.p3_layout)
     names = fs.files_in(folder)
     earlier = _earlier_build(config, spec, folder) if layout.MANIFEST in names else None
-    earlier_splits = earlier.splits if earlier else {}
-    keepable = {split: record for split, record in earlier_splits.items()
+    recorded = earlier.sources if earlier else {}
+    keepable = {split: record for split, record in (earlier.splits if earlier else {}).items()
                 if split in spec.split_mapping and set(record.files) <= set(names)}
     order = list(spec.split_mapping)
     others = sorted(_splits_present(names) & set(order) - set(sources), key=order.index)
@@ -220,9 +225,9 @@ def plan_task(config: CacheConfig, spec: t0.TaskSpec, sources: dict[str, dict],
                 "other settings or not recorded in its manifest, which building only "
                 f"{', '.join(sources)} would lose: run without --splits to rebuild every split")
     kept = {split: keepable[split] for split in order if split in others or (
-        split in sources and earlier and earlier.sources.get(split) == sources[split]
-        and split in keepable)}
-    every = {split: earlier.sources.get(split, {}) if split in others else sources[split]
+        split in sources and split in keepable
+        and _json(recorded.get(split)) == _json(sources[split]))}
+    every = {split: recorded.get(split, {}) if split in others else sources[split]
              for split in order if split in others or split in sources}
     fingerprint = _fingerprint(config, spec, every)
     if layout.COMPLETED in names and earlier and earlier.fingerprint == fingerprint:
