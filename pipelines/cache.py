@@ -33,13 +33,19 @@ from p3data.cache.finalize import (
     finalize_task,
     finish_split,
     plan_split,
-    withdraw,
     write_p3_index,
     write_shard,
 )
 from p3data.cache.folder import check_output_folder
 from p3data.cache.lock import output_lock
-from p3data.cache.plan import CacheConfig, CachePlan, TaskInfo, WorkUnit, build_plan
+from p3data.cache.plan import (
+    CacheConfig,
+    CachePlan,
+    TaskInfo,
+    WorkUnit,
+    build_plan,
+    withdraw,
+)
 from p3data.cache.progress import Progress
 from p3data.cache.shard_work import process_unit
 from p3data.cache.summary import RunResult

@@ -11,11 +11,8 @@ the recorded lengths (`write_shard`, per shard); then `finish_split` writes the 
 every shard's digest. A split of one part needs no dealt file: its part is dealt straight into
 the output shards, whose names and digests its work record keeps for `write_shard`.
 
-A rebuild first withdraws the old build (`withdraw`, on the driver, before any worker writes):
-`COMPLETED` goes first, then the manifest, then every file this build will not reuse, so a
-crash at any point leaves a folder seqio does not read as complete. Splits a run keeps as they
-are (not asked for, or built from the same rows with the same settings) keep their files, and
-the old manifest that records them stays until the new one, listing them too, replaces it.
+A rebuild first withdraws the old build (`plan.withdraw`, before any worker writes); the
+manifest written last lists the splits the run kept as they were too.
 """
 
 from __future__ import annotations
@@ -30,7 +27,13 @@ import numpy as np
 
 from p3data import __version__, fs
 from p3data.batching import batched
-from p3data.cache.plan import CacheConfig, TaskInfo, template_digest
+from p3data.cache.plan import (
+    CacheConfig,
+    TaskInfo,
+    reusable_record,
+    task_folder,
+    template_digest,
+)
 from p3data.format import layout, work
 from p3data.format.example import encode_entries, wrap_entries
 from p3data.format.features import IDX, task_features
@@ -76,41 +79,6 @@ def shard_count(config: CacheConfig, examples: int) -> int:
     return min(MAX_AUTO_SHARDS, max(1, -(-examples // EXAMPLES_PER_SHARD)))
 
 
-def _task_folder(config: CacheConfig, task: str) -> str:
-    return layout.task_dir(config.output_dir, task, config.p3_layout)
-
-
-def _reusable_record(config: CacheConfig, info: TaskInfo, split: str) -> SplitRecord | None:
-    """A split an earlier run of this build assembled, with its files still in place."""
-    summary = work.read_record(config.workdir.split_summary(info.spec.name, split), SplitSummary)
-    if summary is None or summary.record is None or summary.fingerprint != info.fingerprint:
-        return None
-    folder = _task_folder(config, info.spec.name)
-    if not all(fs.exists(fs.join(folder, name)) for name in summary.record.files):
-        return None
-    return summary.record
-
-
-def withdraw(config: CacheConfig, info: TaskInfo) -> None:
-    """Before a task is (re)built: remove COMPLETED, then the manifest (kept while it records
-    splits the build keeps, until the new one replaces it), then every file that neither a
-    kept split nor a reusable split of this build lists (old shards, other shard counts,
-    strays)."""
-    folder = _task_folder(config, info.spec.name)
-    present = fs.files_in(folder)
-    if not present:
-        return
-    keep = {name for record in info.kept.values() for name in record.files}
-    keep |= {name for split in info.splits
-             for name in getattr(_reusable_record(config, info, split), "files", {})}
-    seals = (layout.COMPLETED,) if info.kept else (layout.COMPLETED, layout.MANIFEST)
-    for name in seals:  # one at a time, in this order: COMPLETED is never left alone
-        if name in present:
-            fs.delete([fs.join(folder, name)])
-    fs.delete([fs.join(folder, name) for name in present
-               if name not in keep and name not in (layout.COMPLETED, layout.MANIFEST)])
-
-
 @dataclass(frozen=True)
 class PartJob:
     """Deal one part's examples to the output shards: example `first + j` of the split (the
@@ -148,7 +116,7 @@ def plan_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummary 
     """What stage 2 does with a task split: reuse an earlier run's result, fail it, or assemble
     it (`SplitAssembly`)."""
     task = info.spec.name
-    if (record := _reusable_record(config, info, split)) is not None:
+    if (record := reusable_record(config, info, split)) is not None:
         return SplitSummary(split, info.fingerprint, record)
     metas = []
     for index in range(info.shard_counts[split]):
@@ -190,7 +158,7 @@ def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> None:
         offsets = scan_offsets(path, fs.size(path))
         dealt = DealtPart([0, int(offsets[-1])], [(np.diff(offsets) - FRAMING).tolist()])
     elif info.shard_counts[job.split] == 1:
-        dealt = DealtPart([], [], _deal_into_shards(path, _task_folder(config, job.task),
+        dealt = DealtPart([], [], _deal_into_shards(path, task_folder(config, job.task),
                                                     score_eval=info.spec.score_eval, job=job))
     else:
         dealt = _deal(path, work_dir.dealt(job.task, job.split, job.index, ".tfrecord"),
@@ -262,7 +230,7 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
     """Write the shard from its range of every part's dealt file, in part order, then its
     record index from the recorded lengths; returns their names and sha256s (those of the
     shard its split's only part was dealt into, if so)."""
-    work_dir, folder = config.workdir, _task_folder(config, job.task)
+    work_dir, folder = config.workdir, task_folder(config, job.task)
     name = layout.shard_name(job.split, job.index, job.shards)
     digest, lengths = hashlib.sha256(), []
     dealt_parts = [work.read_record(work_dir.dealt(job.task, job.split, part, ".json"),
@@ -307,7 +275,7 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     if written != record.num_shards or len(shards) != 2 * written:
         raise RuntimeError(f"{task}/{split}: {written} of {record.num_shards} output shards "
                            f"were written, and {len(shards) - written} indexes")
-    folder = _task_folder(config, task)
+    folder = task_folder(config, task)
     version = layout.P3_SEQIO_VERSION if config.p3_layout else layout.seqio_version()
     info_text = layout.info_json(info_features(info) if record.stats["examples"] else {},
                                  record.num_shards, version)
@@ -376,7 +344,7 @@ def finalize_task(config: CacheConfig, info: TaskInfo,
                           tracebacks[:1])
     records = {**info.kept, **{split: by_split[split].record for split in info.splits}}
     listed = [split for split in info.spec.split_mapping if split in records]
-    folder = _task_folder(config, task)
+    folder = task_folder(config, task)
     template = info.spec.template
     manifest = Manifest(
         p3data_version=__version__, task=task, fingerprint=info.fingerprint,

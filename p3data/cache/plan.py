@@ -3,6 +3,11 @@ cut into source shards (the units workers process), and what is already done.
 
 Planning runs on the driver. It lists shards (so it touches the data's metadata, not its
 rows) and fingerprints everything the output depends on, so reruns reuse only matching work.
+A task's folder is planned split by split: splits not asked for, and splits the same settings
+built from the same rows, are kept as they are. Before any worker writes, `withdraw` removes
+`COMPLETED`, then the manifest, then every file the build will not reuse, so a crash at any
+point leaves a folder seqio does not read as complete; the old manifest stays while it records
+kept splits, until the new one, listing them too, replaces it.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from p3data.format.manifest import (
     SplitRecord,
     read_manifest,
 )
-from p3data.format.work import UnitMarker, WorkDir, read_record
+from p3data.format.work import SplitSummary, UnitMarker, WorkDir, read_record
 from p3data.templates import Template
 from p3data.vocab import EXTRA_IDS
 
@@ -212,7 +217,7 @@ def plan_task(config: CacheConfig, spec: t0.TaskSpec, sources: dict[str, dict],
     and those to keep as they are: every split not asked for, and those asked for that the
     same settings built from the same rows. A split not asked for that cannot be kept (built
     with other settings, or not recorded) is never removed: the task fails, saying why."""
-    folder = layout.task_dir(config.output_dir, spec.name, config.p3_layout)
+    folder = task_folder(config, spec.name)
     names = fs.files_in(folder)
     earlier = _earlier_build(config, spec, folder) if layout.MANIFEST in names else None
     recorded = earlier.sources if earlier else {}
@@ -234,6 +239,41 @@ def plan_task(config: CacheConfig, spec: t0.TaskSpec, sources: dict[str, dict],
         return None
     build = tuple(split for split in sources if split not in kept)
     return TaskInfo(spec, fingerprint, build, {s: shard_counts[s] for s in build}, every, kept)
+
+
+def task_folder(config: CacheConfig, task: str) -> str:
+    return layout.task_dir(config.output_dir, task, config.p3_layout)
+
+
+def reusable_record(config: CacheConfig, info: TaskInfo, split: str) -> SplitRecord | None:
+    """A split an earlier run of this build assembled, with its files still in place."""
+    summary = read_record(config.workdir.split_summary(info.spec.name, split), SplitSummary)
+    if summary is None or summary.record is None or summary.fingerprint != info.fingerprint:
+        return None
+    folder = task_folder(config, info.spec.name)
+    if not all(fs.exists(fs.join(folder, name)) for name in summary.record.files):
+        return None
+    return summary.record
+
+
+def withdraw(config: CacheConfig, info: TaskInfo) -> None:
+    """Before a task is (re)built: remove COMPLETED, then the manifest (kept while it records
+    splits the build keeps, until the new one replaces it), then every file that neither a
+    kept split nor a reusable split of this build lists (old shards, other shard counts,
+    strays)."""
+    folder = task_folder(config, info.spec.name)
+    present = fs.files_in(folder)
+    if not present:
+        return
+    keep = {name for record in info.kept.values() for name in record.files}
+    keep |= {name for split in info.splits
+             for name in getattr(reusable_record(config, info, split), "files", {})}
+    seals = (layout.COMPLETED,) if info.kept else (layout.COMPLETED, layout.MANIFEST)
+    for name in seals:  # one at a time, in this order: COMPLETED is never left alone
+        if name in present:
+            fs.delete([fs.join(folder, name)])
+    fs.delete([fs.join(folder, name) for name in present
+               if name not in keep and name not in (layout.COMPLETED, layout.MANIFEST)])
 
 
 def _check_splits(specs: Sequence[t0.TaskSpec], splits: Sequence[str]) -> None:
