@@ -49,8 +49,7 @@ def stage_1(plan: CachePlan) -> None:
     """Every unit's parts, one unit after another."""
     tokenizer = Tokenizer(plan.config.vocab_model, plan.config.extra_ids)
     for unit in plan.units:
-        for _ in process_unit(plan.config, unit, tokenizer):
-            pass
+        process_unit(plan.config, unit, tokenizer)
 
 
 def stage_2_seconds(plan: CachePlan) -> float:

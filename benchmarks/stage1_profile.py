@@ -33,7 +33,7 @@ def profile(config: CacheConfig, plan, tokenizer: Tokenizer, out: Path) -> pstat
     profiler = cProfile.Profile()
     for unit in plan.units:
         shutil.rmtree(out, ignore_errors=True)
-        profiler.runcall(lambda unit=unit: list(process_unit(config, unit, tokenizer)))
+        profiler.runcall(process_unit, config, unit, tokenizer)
     return pstats.Stats(profiler)
 
 
@@ -78,7 +78,7 @@ def main() -> None:
     for unit in plan.units:
         shutil.rmtree(out, ignore_errors=True)
         start = time.process_time()
-        list(process_unit(config, unit, tokenizer))
+        process_unit(config, unit, tokenizer)
         seconds += time.process_time() - start
         examples += sum(work.read_record(config.workdir.part(o.task, o.split, unit.index, ".json"),
                                          work.PartMeta).examples for o in unit.job.outputs)

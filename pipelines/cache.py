@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TextIO
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
+from p3data.pipelines.options import beam_pipeline
 
 from p3data import fs
 from p3data.cache.finalize import (
@@ -33,12 +33,19 @@ from p3data.cache.finalize import (
     finalize_task,
     finish_split,
     plan_split,
-    withdraw,
     write_p3_index,
     write_shard,
 )
+from p3data.cache.folder import check_output_folder
 from p3data.cache.lock import output_lock
-from p3data.cache.plan import CacheConfig, CachePlan, TaskInfo, WorkUnit, build_plan
+from p3data.cache.plan import (
+    CacheConfig,
+    CachePlan,
+    TaskInfo,
+    WorkUnit,
+    build_plan,
+    withdraw,
+)
 from p3data.cache.progress import Progress
 from p3data.cache.shard_work import process_unit
 from p3data.cache.summary import RunResult
@@ -58,9 +65,11 @@ class RenderShard(beam.DoFn):
         self.tokenizer = Tokenizer(self.config.vocab_model, self.config.extra_ids)
 
     def process(self, unit: WorkUnit) -> Iterator[tuple[tuple[str, str], int]]:
-        for key in process_unit(self.config, unit, self.tokenizer):
-            yield key, unit.index
-        write_record(self.config.workdir.unit_marker(unit.name), UnitMarker(unit.rows, unit.key))
+        if process_unit(self.config, unit, self.tokenizer):  # a failed unit is redone
+            write_record(self.config.workdir.unit_marker(unit.name),
+                         UnitMarker(unit.rows, unit.key))
+        for out in unit.job.outputs:
+            yield (out.task, out.split), unit.index
 
 
 SplitPlan = SplitAssembly | SplitSummary  # what stage 2 does with a task split
@@ -156,10 +165,15 @@ def build(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
 
 
 def run_cache(config: CacheConfig, specs: Sequence[TaskSpec], *, splits: Sequence[str] = (),
-              pipeline_args: Sequence[str] = (), force: bool = False,
-              progress_every: float = 10.0, out: TextIO = sys.stderr) -> RunResult:
-    """Build the caches of `specs`; every failure is in the result, none is raised."""
+              pipeline_args: Sequence[str] = (), own_options: Sequence[str] = (),
+              force: bool = False, progress_every: float = 10.0,
+              out: TextIO = sys.stderr) -> RunResult:
+    """Build the caches of `specs`; every failure of a task is in the result, none is raised.
+    Beam's options are checked first (`own_options`: the caller's, offered when an unknown
+    one is close to them): a bad one raises `P3DataError` before the folder is touched."""
     start = time.monotonic()
+    pipeline = beam_pipeline(pipeline_args, own_options=own_options)
+    check_output_folder(config.output_dir)
     command = " ".join(["p3data cache", *sys.argv[2:]])
     with output_lock(config.output_dir, force=force, command=command):
         swept = fs.sweep_temporaries(config.output_dir)
@@ -169,7 +183,10 @@ def run_cache(config: CacheConfig, specs: Sequence[TaskSpec], *, splits: Sequenc
         for info in plan.tasks.values():
             withdraw(config, info)
         if plan.units:
-            _run_pipeline(plan, pipeline_args, progress_every, out)
+            _run_pipeline(plan, pipeline, progress_every, out)
+        for task, info in plan.tasks.items():
+            if not info.splits:  # it keeps every split as it is: only its manifest is written
+                write_record(config.workdir.task_status(task), finalize_task(config, info, []))
         for task in plan.tasks:
             status = read_record(config.workdir.task_status(task), TaskStatus) or TaskStatus(
                 "the pipeline ended without finishing this task")
@@ -191,9 +208,11 @@ def _announce(plan: CachePlan, selected: int, swept: int, out: TextIO) -> None:
     resumed = (f"; {len(plan.resumed):,} of them ({plan.resumed_rows:,} rows) done by an "
                f"earlier run" if plan.resumed else "")
     failed = f", {len(plan.failed)} cannot be built (listed at the end)" if plan.failed else ""
+    skipped = (f", {len(plan.skipped)} without the splits asked for (left as they are)"
+               if plan.skipped else "")
     print(f"[p3data cache] {selected} tasks: {len(plan.tasks)} to build ({units:,} source "
           f"shards, {plan.rows + plan.resumed_rows:,} rows{resumed}), {len(plan.done)} already "
-          f"complete{failed}", file=out, flush=True)
+          f"complete{failed}{skipped}", file=out, flush=True)
     if swept:
         print(f"[p3data cache] removed {swept} temporary files left by an interrupted run",
               file=out)
@@ -202,16 +221,14 @@ def _announce(plan: CachePlan, selected: int, swept: int, out: TextIO) -> None:
             print(f"[p3data cache] {where}: accepted drift from T0's rows: {line}", file=out)
 
 
-def _run_pipeline(plan: CachePlan, pipeline_args: Sequence[str], progress_every: float,
+def _run_pipeline(plan: CachePlan, pipeline: beam.Pipeline, progress_every: float,
                   out: TextIO) -> None:
     work = plan.config.workdir
     todo = {work.unit_marker(u.name): u.rows for u in plan.units if u.name not in plan.resumed}
     fs.delete([path for path in fs.glob(work.unit_markers) if path in todo])
     fs.delete_tree(work.assembled_root)
-    options = PipelineOptions(list(pipeline_args) or ["--runner=DirectRunner"])
     with Progress(unit_markers=work.unit_markers, todo=todo,
                   assembled_markers=work.assembled_markers, splits=plan.task_splits,
                   interval=progress_every, stream=out):
-        pipeline = beam.Pipeline(options=options)
         build(pipeline, plan)
         pipeline.run().wait_until_finish()

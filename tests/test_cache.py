@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -134,6 +135,30 @@ def test_failing_templates(tmp_path):
     assert (out / "super_glue_copa_exercise" / "COMPLETED").exists()
 
 
+def test_a_split_left_empty_by_failing_rows_fails(tmp_path):
+    """No example is a success only when T0's row rule left out every row: a template refused
+    on every row (the sandbox's refusals used to render as "", dropping every row as empty),
+    or one whose rows that T0's rule keeps all fail, even below the error rate."""
+    templates = tmp_path / "templates"
+    write_templates(templates, "super_glue", "copa", template_entry(
+        "refused-1", "refused", "{{ premise | attr('__class__') }} ||| x")
+        + template_entry("kept-fail-1", "kept fail",
+                         "{% if idx == 0 %}{{ premise.__class__ }}{% endif %} ||| x"))
+    out = tmp_path / "out"
+    result = run_cache(out, "--tasks", "super_glue_copa_(refused|kept_fail)", "--splits",
+                       "validation", "--max-error-rate", "0.5", check=False,
+                       env={"P3DATA_TEMPLATE_DIRS": str(templates)})
+    assert result.returncode == 1
+    failed = {line.split()[1].rstrip(":"): line for line in result.stdout.splitlines()
+              if line.startswith("FAILED ")}
+    assert "every one of the" in failed["super_glue_copa_refused"]
+    assert "template 'refused'" in failed["super_glue_copa_refused"]
+    assert "'__class__' of 'str' object is unsafe" in failed["super_glue_copa_refused"]
+    line = failed["super_glue_copa_kept_fail"]
+    assert "no example:" in line and "left out by T0's row rule" in line and "unsafe" in line
+    assert not list(out.glob("*/COMPLETED"))
+
+
 def test_missing_source_file_fails_only_that_task(tmp_path):
     mirror = tmp_path / "mirror"
     copy_samples(mirror, "super_glue", "rte")
@@ -172,6 +197,25 @@ def test_empty_split_is_written_like_seqio(tmp_path):
     assert (task / "info.test.json").read_text() == "{}\n"
     assert (task / "stats.test.json").read_text() == '{\n  "examples": 0\n}\n'
     assert (task / "test.tfrecord-00000-of-00001").read_bytes() == b""
+
+
+def test_more_output_shards_than_files_a_process_may_open(tmp_path):
+    """Dealing a split into its shards keeps a bounded number of files open."""
+    limit = 256
+    out = tmp_path / "out"
+    command = cache_command(out, "--tasks", "super_glue_copa_exercise", "--splits", "validation",
+                            "--shards", str(limit + 50))
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                  (limit, limit)))
+    assert result.returncode == 0, result.stderr[-3000:]
+    folder = out / "super_glue_copa_exercise"
+    assert verify_task(str(folder)) == []
+    assert len(list(folder.glob("validation.tfrecord-*-of-00306"))) == limit + 50
+    examples = read_examples("super_glue_copa_exercise", "validation", out)
+    assert len(examples) == json.loads((folder / "stats.validation.json").read_text())[
+        "examples"] > 0
+    assert_same_examples(examples, read_examples("super_glue_copa_exercise", "validation"))
 
 
 def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path):

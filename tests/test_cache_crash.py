@@ -8,70 +8,27 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from helpers.cache import read_examples, run_cache, tree
+from helpers.crash_run import crash_points, crash_run
 
 from p3data.cache.verify import verify_task
 from p3data.vocab import SAMPLE_VOCAB
 
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")
 
-CRASH_RUN = str(Path(__file__).parent / "helpers" / "crash_run.py")
 TASKS = ["--tasks", "super_glue_rte_GPT_3_style(_score_eval)?|super_glue_copa_exercise",
          "--rows-per-shard", "8"]
 _READ_BACK: set[str] = set()  # digests of task folders seqio already read back correctly
 
 
-def _kind(operation: str, path: str | list) -> str:
-    """What a file operation is about: the stage and the kind of file."""
-    path = path[0] if isinstance(path, list) and path else path
-    name = re.sub(r"\.p3data-tmp-[0-9a-f]+-", "", str(path).rsplit("/", 1)[-1])
-    where = "work" if "/.p3data-work" in str(path) else "task"
-    if where == "work" and operation == "delete":
-        return "delete work " + ("root" if name == ".p3data-work" else "task folder")
-    for pattern, kind in ((r"^part-\d+\.tfrecord$", "part records"),
-                          (r"^dealt-\d+\.", "dealt part"), (r"^index\.", "index"),
-                          (r"^part-\d+\.json$", "part meta"), (r"summary\.json$", "summary"),
-                          (r"\.tfrecord-", "shard"), (r"^info\.", "info"), (r"^stats\.", "stats")):
-        if re.search(pattern, name):
-            return f"{operation} {kind}"
-    if "/units/" in str(path) or "/assembled/" in str(path) or "/status/" in str(path):
-        return f"{operation} {str(path).split('/.p3data-work/')[1].split('/')[0]} marker"
-    return f"{operation} {where} {name}"
-
-
-def _crash_points(trace: Path, *, last: bool = True) -> list[int]:
-    """The first operation of every kind (work files: only commits, since a crash before
-    starting one leaves the same as a crash before committing it), and with `last` the last
-    one of every kind on task folders (what seqio reads)."""
-    operations = [json.loads(line) for line in trace.read_text().splitlines()]
-    firsts: dict[str, int] = {}
-    lasts: dict[str, int] = {}
-    for number, (operation, path) in enumerate(operations):
-        in_work = "/.p3data-work" in str(path)
-        if in_work and operation == "create":
-            continue
-        kind = _kind(operation, path)
-        firsts.setdefault(kind, number)
-        if last and not in_work:
-            lasts[kind] = number
-    return sorted(set(firsts.values()) | set(lasts.values()))
-
-
 def _crash_run(mode: str, outputs: Path, points: list[int], *args: str,
                base: Path | None = None) -> list[int]:
-    """Crash (or rerun) a build per point, each into `outputs/<point>`; their exit codes."""
-    command = [sys.executable, CRASH_RUN, mode, str(outputs), ",".join(map(str, points)),
-               *([str(base)] if base else []), "--", "--samples", "--vocab", str(SAMPLE_VOCAB),
-               "--progress-every", "60", *TASKS, *args]
-    subprocess.run(command, check=True, timeout=1800)
-    return [int((outputs / f"{point}.{mode}.code").read_text()) for point in points]
+    return crash_run(mode, outputs, points, ["--samples", "--vocab", str(SAMPLE_VOCAB),
+                                             "--progress-every", "60", *TASKS, *args], base=base)
 
 
 def _assert_seqio_reads_what_stats_say(out: Path) -> int:
@@ -110,7 +67,7 @@ def _crash_and_rerun(outputs: Path, points: list[int], *args: str,
 
 def test_every_crash_point_of_a_build(reference, tmp_path):
     expected, trace = reference
-    points = _crash_points(trace)
+    points = crash_points(trace)
     assert len(points) >= 20  # every stage's files: parts, markers, shards, JSON, manifest...
     _crash_and_rerun(tmp_path, points, "--shards", "2")
     for point in points:
@@ -127,7 +84,7 @@ def test_every_crash_point_of_a_rebuild_with_other_shards(reference, tmp_path):
     run_cache(expected, *TASKS, "--shards", "1")
     assert _crash_run("crash", tmp_path, [-1], "--shards", "1", base=built) == [0]
     assert tree(tmp_path / "-1") == tree(expected)
-    points = _crash_points(tmp_path / "-1.crash.trace", last=False)
+    points = crash_points(tmp_path / "-1.crash.trace", last=False)
     _crash_and_rerun(tmp_path / "crashes", points, "--shards", "1", base=built)
     for point in points:
         out = tmp_path / "crashes" / str(point)

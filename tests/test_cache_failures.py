@@ -11,9 +11,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers.cache import cache_command, copy_samples, run_cache
+from helpers.cache import cache_command, copy_samples, run_cache, tree
 
 from p3data.cache.lock import output_lock
+from p3data.cache.verify import verify_task
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.samples import sample_rows
 
@@ -84,22 +85,40 @@ def test_an_empty_source_split_fails(tmp_path):
     assert (out / RTE / "COMPLETED").exists()
 
 
-def test_an_unexpected_error_fails_its_dataset_split_and_keeps_the_traceback(tmp_path):
-    """A bug inside stage 1 for one dataset (injected) does not stop the other's tasks."""
-    out = tmp_path / "out"
+def _cache_failing_copa(out: Path, error: str) -> subprocess.CompletedProcess:
+    """`p3data cache` of copa and rte where stage 1 raises `error` on copa's rows."""
     inject = (
         "import sys\n"
         "import p3data.cache.shard_work as work\n"
+        "from p3data.errors import P3DataError\n"
         "real = work._render_shard\n"
-        "def buggy(config, unit, **kwargs):\n"
+        "def failing(config, unit, **kwargs):\n"
         "    if unit.job.entry.subset == 'copa':\n"
-        "        raise RuntimeError('injected bug')\n"
+        f"        raise {error}\n"
         "    return real(config, unit, **kwargs)\n"
-        "work._render_shard = buggy\n"
+        "work._render_shard = failing\n"
         "from p3data.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n")
     command = [sys.executable, "-c", inject, *cache_command(out, "--tasks", BOTH)[1:]]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
+def test_a_failure_while_reading_rows_is_retried_by_the_rerun(tmp_path):
+    """A transient failure (a file gone for a moment) is not remembered: only finished work
+    is reused, so the rerun reads the rows again and completes."""
+    out = tmp_path / "out"
+    failed = _cache_failing_copa(out, "P3DataError('copa/train.jsonl: no such file')")
+    assert failed.returncode == 1
+    assert "no such file" in _failed_lines(failed)[COPA]
+    rerun = run_cache(out, "--tasks", BOTH)
+    assert "no such file" not in rerun.stdout
+    assert (out / COPA / "COMPLETED").exists() and not (out / ".p3data-work").exists()
+
+
+def test_an_unexpected_error_fails_its_dataset_split_and_keeps_the_traceback(tmp_path):
+    """A bug inside stage 1 for one dataset (injected) does not stop the other's tasks."""
+    out = tmp_path / "out"
+    result = _cache_failing_copa(out, "RuntimeError('injected bug')")
     assert result.returncode == 1
     assert "a bug in p3data" in _failed_lines(result)[COPA]
     assert "Traceback" in result.stderr and "RuntimeError: injected bug" in result.stderr
@@ -122,6 +141,56 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path, args, message):
     assert not (tmp_path / "out" / COPA).exists()
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["--spilts", "train"], "--spilts: no such option of p3data cache or of Beam's pipeline "
+                            "options; did you mean --splits?"),
+    (["--direct_num_worker=2"], "did you mean --direct_num_workers?"),
+    (["--bogus-beam-flag=1"], "--bogus-beam-flag: no such option"),
+    (["--direct_num_workers=abc"], "--direct_num_workers: invalid int value: 'abc'"),
+    (["--direct_running_mode", "fast"], "--direct_running_mode: invalid choice: 'fast'"),
+    (["--runner=NoSuchRunner"], "no Beam runner 'NoSuchRunner'"),
+    (["--runner=DataflowRunner"], "Beam's DataflowRunner"),  # Beam's checks: no --project
+])
+def test_bad_beam_options_are_one_line_and_exit_2_before_any_work(tmp_path, args, message):
+    """p3data hands Beam only options Beam knows, with values it takes, for a runner it has:
+    anything else is refused before the output folder is locked or touched."""
+    out = tmp_path / "out"
+    result = run_cache(out, "--tasks", COPA, *args, check=False)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr[-3000:]
+    assert result.stdout == ""
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("stranger", ["notes.txt", "results/scores.csv",
+                                      f"{COPA}/my_notes.txt", f"{COPA}/.p3data-work/x"])
+def test_an_output_folder_that_is_not_a_cache_is_refused_untouched(tmp_path, stranger):
+    """p3data never deletes nor overwrites a file it did not write: it writes a cache into an
+    empty or new folder, or into a cache, nowhere else."""
+    out = tmp_path / "out"
+    (out / stranger).parent.mkdir(parents=True, exist_ok=True)
+    (out / stranger).write_text("mine")
+    before = tree(out)
+    result = run_cache(out, "--tasks", COPA, check=False)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "neither empty nor a p3data cache" in result.stderr
+    assert str(out / stranger) in result.stderr
+    assert tree(out) == before
+
+
+@pytest.mark.parametrize("data_dir", ["missing", "a file"])
+def test_a_data_dir_that_is_no_folder_is_one_line(tmp_path, data_dir):
+    path = tmp_path / data_dir
+    if data_dir == "a file":
+        path.write_text("")
+    out = tmp_path / "out"
+    result = run_cache(out, "--tasks", COPA, data_dir=path, check=False)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and f"{path}: not a folder" in result.stderr
+    assert "(--data-dir, --samples)" in result.stderr
+    assert not out.exists()
+
+
 def test_an_output_folder_that_cannot_be_made_is_one_line(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -140,6 +209,20 @@ def test_a_second_writer_is_refused_and_told_who_writes(tmp_path):
     assert not (out / COPA).exists()
 
 
+def test_force_never_takes_over_a_live_run_nor_sweeps_its_files(tmp_path):
+    out = tmp_path / "out"
+    with output_lock(str(out), command="p3data cache --mixture t0_train") as held:
+        temporary = out / COPA / ".p3data-tmp-0123abcd-train.tfrecord-00000-of-00001"
+        temporary.parent.mkdir()
+        temporary.write_bytes(b"being written")
+        result = run_cache(out, "--tasks", COPA, "--force", check=False)
+        assert result.returncode == 2
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert "is being written by" in result.stderr and "wait for it to end" in result.stderr
+        assert temporary.read_bytes() == b"being written"
+        assert json.loads((out / ".p3data-lock").read_text())["run_id"] == held.run_id
+
+
 def test_an_unreadable_manifest_means_a_rebuild(tmp_path):
     out = tmp_path / "out"
     run_cache(out, "--tasks", COPA)
@@ -149,6 +232,27 @@ def test_an_unreadable_manifest_means_a_rebuild(tmp_path):
     result = run_cache(out, "--tasks", COPA)
     assert "1 to build" in result.stderr
     assert manifest.read_bytes() == good
+
+
+@pytest.mark.parametrize(("damaged", "code"), [(False, 0), (True, 1)])
+@pytest.mark.parametrize("streams", ["stdout", "stdout and stderr"])
+def test_a_reader_that_goes_away_stops_nothing(tmp_path, streams, damaged, code):
+    """`p3data cache ... | head -1` (or `2>&1 | head -1`): the build goes on to its end, cleans
+    up, and exits as it would have."""
+    mirror, copa = _mirror(tmp_path)
+    if damaged:
+        (copa / "test.jsonl").write_text("")  # copa fails: an empty source split
+    out = tmp_path / "out"
+    both = streams == "stdout and stderr"
+    process = subprocess.Popen(cache_command(out, "--tasks", BOTH, data_dir=mirror),
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT if both else subprocess.DEVNULL)
+    assert process.stdout.readline()
+    process.stdout.close()  # the reader goes away after one line
+    assert process.wait(timeout=600) == code
+    assert not (out / ".p3data-lock").exists()
+    assert (out / ".p3data-work").exists() == damaged
+    assert (out / RTE / "COMPLETED").exists() and verify_task(str(out / RTE)) == []
 
 
 def test_console_is_quiet_with_workers_and_says_more_with_verbose(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -55,21 +56,25 @@ def test_a_second_acquire_in_this_process_names_the_holder(tmp_path):
         assert lock_holder(tmp_path) == held  # the refused run left the lock alone
     assert one_line(err) == (
         f"{tmp_path} is being written by {held.owner}@{held.host} (pid {os.getpid()}, "
-        f"{COMMAND}) since {held.started[:10]} {held.started[11:16]} UTC; wait for it, or if "
-        "that run is dead rerun taking over the lock")
-    assert err.value.setting == "lock"  # the command line adds its option: --force
+        f"{COMMAND}) since {held.started[:10]} {held.started[11:16]} UTC; wait for it to end")
+    assert err.value.setting is None  # no option takes a live run's lock
 
 
-def test_a_holder_on_another_host_is_described_as_the_brief_says(tmp_path):
+@pytest.mark.parametrize("force", [False, True])
+def test_a_holder_on_another_host_is_never_taken_over(tmp_path, force):
+    """Whether a run on another host still runs cannot be told from here: only its user,
+    deleting the lock by hand, can say it has ended."""
     holder = Holder(owner="alice", host="host1", pid=4242, started="2026-11-22T12:00:07+00:00",
                     command=COMMAND, run_id="x")
     (tmp_path / ".p3data-lock").write_bytes(holder.to_json())
-    with pytest.raises(LockHeldError) as err, output_lock(str(tmp_path)):
+    with pytest.raises(LockHeldError) as err, output_lock(str(tmp_path), force=force):
         pass
     assert one_line(err) == (
         f"{tmp_path} is being written by alice@host1 (pid 4242, p3data cache --mixture "
-        "t0_train) since 2026-11-22 12:00 UTC; wait for it, or if that run is dead rerun "
-        "taking over the lock")
+        "t0_train) since 2026-11-22 12:00 UTC, on another host, where p3data cannot tell "
+        f"whether it still runs: wait for it to end, or if it has, delete {tmp_path}/"
+        ".p3data-lock and rerun")
+    assert lock_holder(tmp_path) == holder
 
 
 def test_another_process_holds_then_dies_then_force_takes_over(tmp_path, caplog):
@@ -91,19 +96,48 @@ def test_another_process_holds_then_dies_then_force_takes_over(tmp_path, caplog)
     assert "but that process is no longer running; rerun taking over the lock" in str(
         err.value)
 
+    dead = lock_holder(tmp_path)
     with caplog.at_level(logging.WARNING), output_lock(str(tmp_path), force=True) as held:
         assert lock_holder(tmp_path).run_id == held.run_id
-    assert [r.getMessage() for r in caplog.records if f"pid {holder.pid}" in r.getMessage()]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"p3data: {tmp_path}: taking over the lock held by {dead.describe()}"]
     assert not (tmp_path / ".p3data-lock").exists()
+
+
+def test_force_never_takes_the_lock_of_a_live_run(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_UNTIL_STDIN_CLOSES, str(tmp_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        held = lock_holder(tmp_path)
+        with pytest.raises(LockHeldError) as err, output_lock(str(tmp_path), force=True):
+            pytest.fail("a live run's lock was taken")
+        assert f"(pid {holder.pid}, {COMMAND})" in one_line(err)
+        assert one_line(err).endswith("; wait for it to end")
+        assert lock_holder(tmp_path) == held
+    finally:
+        holder.stdin.close()
+        holder.wait()
+    assert holder.returncode == 0 and not (tmp_path / ".p3data-lock").exists()
 
 
 def test_release_after_a_takeover_keeps_the_new_holders_lock(tmp_path):
     with contextlib.ExitStack() as first:
-        first.enter_context(output_lock(str(tmp_path)))
+        held = first.enter_context(output_lock(str(tmp_path)))
+        # the first run's process is gone (as after kill -9, its `finally` never ran)
+        (tmp_path / ".p3data-lock").write_bytes(
+            dataclasses.replace(held, pid=_dead_pid()).to_json())
         with output_lock(str(tmp_path), force=True) as second:
             first.close()  # the run that lost its lock ends meanwhile
             assert lock_holder(tmp_path).run_id == second.run_id
         assert not (tmp_path / ".p3data-lock").exists()
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended."""
+    process = subprocess.Popen([sys.executable, "-c", ""])
+    process.wait()
+    return process.pid
 
 
 def test_a_garbled_lock_is_held_and_said_to_be_unreadable(tmp_path, caplog):

@@ -9,7 +9,7 @@ from p3data.datasets.samples import SAMPLES_DIR, sample_rows, sample_splits
 from p3data.errors import RenderLimitError, TemplateError
 from p3data.templates import CompiledTemplate, DatasetRenderer, Dropped, Rendered, Template, limits
 from p3data.templates.collection import TemplateCollection
-from p3data.templates.render import EMPTY_INPUTS, RENDER_ERROR
+from p3data.templates.render import RENDER_ERROR
 
 ROW = {"premise": "The man turned on the faucet.", "text": "a b c", "n": 3}
 BUDGET = "work budget of 1,000,000 steps"
@@ -273,7 +273,34 @@ def test_a_hostile_template_fails_only_its_own_rows():
                                 for i, row in enumerate(rows)]
 
 
-@pytest.mark.parametrize("payload", [  # each renders as nothing, or fails on its row
+DOUBLED = "{% set w = 'a' %}" + "{% set w = w ~ w %}" * 17  # a word of 131,072 characters
+
+
+@pytest.mark.parametrize("jinja", [
+    # textwrap cuts a long word one line at a time, copying the rest of it each time: a word
+    # of 2.4M characters took a minute in one call, where the clock is not read
+    DOUBLED + "{{ w | wordwrap(1) }} ||| y",
+    DOUBLED + "{{ ((w | replace('a', ' ')) ~ 'a') | wordwrap(1) }} ||| y",  # spaces: the same
+    "{{ (premise * 40000) | wordwrap(1) }} ||| y",  # a line per character
+    "{{ (text * 200000) | urlize }} ||| y",  # urlize works a word at a time
+    "{{ (text * 800000) | title }} ||| y",
+])
+def test_one_huge_call_is_refused_before_it_runs(jinja):
+    error = assert_limited(render(jinja), "would take about", "steps, over the work budget")
+    assert "filter '" in error.reason
+
+
+def test_filters_charged_up_front_still_render_what_real_rows_need():
+    text = "The man turned on the faucet. " * 200
+    out = render("{{ premise | wordwrap(20) }} {{ premise | urlize }} {{ premise | title }}"
+                 " ||| y", {"premise": text})
+    assert isinstance(out, Rendered), out
+
+
+@pytest.mark.parametrize("payload", [  # each fails on its row, naming the refused access
+    "{{ x | attr('__class__') }}",
+    "{{ x.__class__ }}",
+    "{% if x.__class__ %}a{% endif %}",
     "{{ ('{0.__class__.__mro__}' | attr('format'))(x) }}",
     "{{ '{a.__class__.__mro__}'.format_map({'a': x}) }}",
     "{{ ('{0.__class__.__mro__}' | safe).format(x) }}",
@@ -286,12 +313,11 @@ def test_a_hostile_template_fails_only_its_own_rows():
     "{{ namespace.__init__.__globals__ }}",
 ])
 def test_the_sandbox_still_refuses_escapes(payload):
-    out = render(payload + " ||| y", {"x": "a"})
-    assert isinstance(out, Dropped), out
-    if out.reason == RENDER_ERROR:
-        assert "SecurityError" in str(out.error) and "is unsafe" in str(out.error), out.error
-    else:
-        assert out.reason == EMPTY_INPUTS
+    """A refused access fails its row (it used to render as "", so a template made only of
+    refused accesses dropped every row as empty, silently)."""
+    out = render("x" + payload + " ||| y", {"x": "a"})
+    assert isinstance(out, Dropped) and out.reason == RENDER_ERROR, out
+    assert "SecurityError" in str(out.error) and "is unsafe" in str(out.error), out.error
 
 
 def _sample_keys():

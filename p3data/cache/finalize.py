@@ -11,9 +11,8 @@ the recorded lengths (`write_shard`, per shard); then `finish_split` writes the 
 every shard's digest. A split of one part needs no dealt file: its part is dealt straight into
 the output shards, whose names and digests its work record keeps for `write_shard`.
 
-A rebuild first withdraws the old build (`withdraw`, on the driver, before any worker writes):
-`COMPLETED` goes first, then the manifest, then every file this build will not reuse, so a
-crash at any point leaves a folder seqio does not read as complete.
+A rebuild first withdraws the old build (`plan.withdraw`, before any worker writes); the
+manifest written last lists the splits the run kept as they were too.
 """
 
 from __future__ import annotations
@@ -28,7 +27,13 @@ import numpy as np
 
 from p3data import __version__, fs
 from p3data.batching import batched
-from p3data.cache.plan import CacheConfig, TaskInfo, template_digest
+from p3data.cache.plan import (
+    CacheConfig,
+    TaskInfo,
+    reusable_record,
+    task_folder,
+    template_digest,
+)
 from p3data.format import layout, work
 from p3data.format.example import encode_entries, wrap_entries
 from p3data.format.features import IDX, task_features
@@ -56,6 +61,7 @@ MAX_AUTO_SHARDS = 64  # seqio's --min_shards default: enough for 64 reading host
 DEAL_BATCH = 512  # records dealt at a time (larger blocks cost page faults, not fewer calls)
 DEAL_MEMORY = 256 << 20  # about the most bytes of records a part's dealing holds at once
 COPY_BLOCK = 1 << 20  # bytes read at a time when writing a shard
+OPEN_SHARDS = 64  # output shards a worker writes at once (each an open file)
 
 
 def info_features(info: TaskInfo) -> dict[str, dict]:
@@ -71,37 +77,6 @@ def shard_count(config: CacheConfig, examples: int) -> int:
     if config.shards:
         return config.shards
     return min(MAX_AUTO_SHARDS, max(1, -(-examples // EXAMPLES_PER_SHARD)))
-
-
-def _task_folder(config: CacheConfig, task: str) -> str:
-    return layout.task_dir(config.output_dir, task, config.p3_layout)
-
-
-def _reusable_record(config: CacheConfig, info: TaskInfo, split: str) -> SplitRecord | None:
-    """A split an earlier run of this build assembled, with its files still in place."""
-    summary = work.read_record(config.workdir.split_summary(info.spec.name, split), SplitSummary)
-    if summary is None or summary.record is None or summary.fingerprint != info.fingerprint:
-        return None
-    folder = _task_folder(config, info.spec.name)
-    if not all(fs.exists(fs.join(folder, name)) for name in summary.record.files):
-        return None
-    return summary.record
-
-
-def withdraw(config: CacheConfig, info: TaskInfo) -> None:
-    """Before a task is (re)built: remove COMPLETED, then the manifest, then every file that
-    no reusable split of this build lists (old shards, other shard counts, strays)."""
-    folder = _task_folder(config, info.spec.name)
-    present = fs.files_in(folder)
-    if not present:
-        return
-    keep = {name for split in info.splits
-            for name in getattr(_reusable_record(config, info, split), "files", {})}
-    first = [name for name in (layout.COMPLETED, layout.MANIFEST) if name in present]
-    for name in first:  # one at a time, in this order: COMPLETED is never left alone
-        fs.delete([fs.join(folder, name)])
-    fs.delete([fs.join(folder, name) for name in present
-               if name not in keep and name not in first])
 
 
 @dataclass(frozen=True)
@@ -141,7 +116,7 @@ def plan_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummary 
     """What stage 2 does with a task split: reuse an earlier run's result, fail it, or assemble
     it (`SplitAssembly`)."""
     task = info.spec.name
-    if (record := _reusable_record(config, info, split)) is not None:
+    if (record := reusable_record(config, info, split)) is not None:
         return SplitSummary(split, info.fingerprint, record)
     metas = []
     for index in range(info.shard_counts[split]):
@@ -183,7 +158,7 @@ def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> None:
         offsets = scan_offsets(path, fs.size(path))
         dealt = DealtPart([0, int(offsets[-1])], [(np.diff(offsets) - FRAMING).tolist()])
     elif info.shard_counts[job.split] == 1:
-        dealt = DealtPart([], [], _deal_into_shards(path, _task_folder(config, job.task),
+        dealt = DealtPart([], [], _deal_into_shards(path, task_folder(config, job.task),
                                                     score_eval=info.spec.score_eval, job=job))
     else:
         dealt = _deal(path, work_dir.dealt(job.task, job.split, job.index, ".tfrecord"),
@@ -215,25 +190,28 @@ def _deal(path: str, target: str, *, score_eval: bool, job: PartJob) -> DealtPar
 
 def _deal_into_shards(path: str, folder: str, *, score_eval: bool,
                       job: PartJob) -> dict[str, str]:
-    """Deal a split's only part straight into its output shards, then write their record
-    indexes; returns their names and sha256s."""
+    """Deal a split's only part straight into its output shards, at most OPEN_SHARDS of them
+    open at a time (a pass over the part per group), then write their record indexes; returns
+    their names and sha256s."""
     names = [layout.shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
     digests = [hashlib.sha256() for _ in names]
     lengths: list[list[int]] = [[] for _ in names]
-    with contextlib.ExitStack() as stack:
-        shards = [stack.enter_context(fs.atomic_writer(fs.join(folder, name)))
-                  for name in names]
-        position = job.first  # of the next record in the split
-        with fs.open_read(path) as part:
-            for block in batched(_final_records(part, path, score_eval, job.offset),
-                                 DEAL_BATCH):
-                for shard, (handle, digest) in enumerate(zip(shards, digests, strict=True)):
-                    records = block[(shard - position) % job.shards::job.shards]
-                    data = b"".join(records)
-                    handle.write(data)
-                    digest.update(data)
-                    lengths[shard] += [len(record) - FRAMING for record in records]
-                position += len(block)
+    for low in range(0, job.shards, OPEN_SHARDS):
+        group = range(low, min(low + OPEN_SHARDS, job.shards))
+        with contextlib.ExitStack() as stack:
+            shards = {shard: stack.enter_context(fs.atomic_writer(fs.join(folder, names[shard])))
+                      for shard in group}
+            position = job.first  # of the next record in the split
+            with fs.open_read(path) as part:
+                for block in batched(_final_records(part, path, score_eval, job.offset),
+                                     DEAL_BATCH):
+                    for shard, handle in shards.items():
+                        records = block[(shard - position) % job.shards::job.shards]
+                        data = b"".join(records)
+                        handle.write(data)
+                        digests[shard].update(data)
+                        lengths[shard] += [len(record) - FRAMING for record in records]
+                    position += len(block)
     written = {name: digest.hexdigest() for name, digest in zip(names, digests, strict=True)}
     written.update(_write_index(folder, name, shard_lengths)
                    for name, shard_lengths in zip(names, lengths, strict=True))
@@ -252,7 +230,7 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
     """Write the shard from its range of every part's dealt file, in part order, then its
     record index from the recorded lengths; returns their names and sha256s (those of the
     shard its split's only part was dealt into, if so)."""
-    work_dir, folder = config.workdir, _task_folder(config, job.task)
+    work_dir, folder = config.workdir, task_folder(config, job.task)
     name = layout.shard_name(job.split, job.index, job.shards)
     digest, lengths = hashlib.sha256(), []
     dealt_parts = [work.read_record(work_dir.dealt(job.task, job.split, part, ".json"),
@@ -297,7 +275,7 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     if written != record.num_shards or len(shards) != 2 * written:
         raise RuntimeError(f"{task}/{split}: {written} of {record.num_shards} output shards "
                            f"were written, and {len(shards) - written} indexes")
-    folder = _task_folder(config, task)
+    folder = task_folder(config, task)
     version = layout.P3_SEQIO_VERSION if config.p3_layout else layout.seqio_version()
     info_text = layout.info_json(info_features(info) if record.stats["examples"] else {},
                                  record.num_shards, version)
@@ -313,7 +291,8 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
 
 
 def _verdict(config: CacheConfig, info: TaskInfo, split: str, record: SplitRecord) -> str:
-    """Why a fully processed split still is not a success ("" when it is one)."""
+    """Why a fully processed split still is not a success ("" when it is one). No example
+    is a success only when T0's row rule left out every row."""
     source = info.spec.split_mapping[split]
     rows, errors = record.rows_read, record.render_errors
     first = f": {record.errors[0]}" if record.errors else ""
@@ -323,6 +302,9 @@ def _verdict(config: CacheConfig, info: TaskInfo, split: str, record: SplitRecor
                 f"the data files" if listed else f"source split {source!r} has no rows")
     if errors == rows:
         return f"every one of the {rows:,} rows failed to render{first}"
+    if errors and not record.rows_kept:  # the rows that failed may be all it would have kept
+        return (f"no example: {rows - errors:,} rows left out by T0's row rule, and the other "
+                f"{errors:,} failed to render{first}")
     if errors > config.max_error_rate * rows:
         return (f"{errors:,} of {rows:,} rows ({errors / rows:.1%}) failed to render, more "
                 f"than the maximum error rate {config.max_error_rate:.1%}{first}")
@@ -360,7 +342,9 @@ def finalize_task(config: CacheConfig, info: TaskInfo,
         tracebacks = [s.traceback for s in by_split.values() if s.traceback]
         return TaskStatus("; ".join(failed + [f"{m}: not built" for m in missing]),
                           tracebacks[:1])
-    folder = _task_folder(config, task)
+    records = {**info.kept, **{split: by_split[split].record for split in info.splits}}
+    listed = [split for split in info.spec.split_mapping if split in records]
+    folder = task_folder(config, task)
     template = info.spec.template
     manifest = Manifest(
         p3data_version=__version__, task=task, fingerprint=info.fingerprint,
@@ -368,15 +352,16 @@ def finalize_task(config: CacheConfig, info: TaskInfo,
         template=TemplateRecord(template.name, template.id, template.origin,
                                 template_digest(template)),
         score_eval=info.spec.score_eval, sources=info.sources,
-        split_mapping={s: info.spec.split_mapping[s] for s in info.splits},
+        split_mapping={s: info.spec.split_mapping[s] for s in listed},
         vocabulary=VocabularyRecord(config.vocab_sha256, config.extra_ids),
         seed=config.seed, layout="p3" if config.p3_layout else "seqio",
-        splits={split: by_split[split].record for split in info.splits})
+        splits={split: records[split] for split in listed})
     present = set(fs.files_in(folder))
     if absent := sorted(manifest.files - present):
         return TaskStatus(f"{absent[0]} vanished from {folder} during the build")
-    fs.delete([fs.join(folder, name) for name in sorted(present - manifest.files)])
-    write_manifest(folder, manifest)
+    strays = present - manifest.files - {layout.MANIFEST, layout.COMPLETED}
+    fs.delete([fs.join(folder, name) for name in sorted(strays)])
+    write_manifest(folder, manifest)  # replaces a manifest that recorded the kept splits
     fs.write_bytes(fs.join(folder, layout.COMPLETED), b"")
     fs.delete_tree(config.workdir.task(task))
     return TaskStatus()

@@ -4,7 +4,10 @@ Two runs writing one cache would mix their shards and manifests, so a run holds 
 its whole length. The file is made by an exclusive create (fsspec's "xb": local disk,
 memory://, gs:// through gcsfs's ifGenerationMatch=0, s3 likewise), so of two runs starting
 together exactly one wins; it says who holds it, so the other can tell its user whom it waits
-for. A lock left by a dead run stays until a run takes it over with `force`.
+for. A lock left by a dead run stays until a run takes it over with `force`, which takes only
+a lock whose run has ended for sure: its process, on this host, is gone (or the lock is
+unreadable). Whether a run on another host still runs cannot be told from here, so its lock
+is never taken: its user deletes it by hand once that run has ended.
 """
 
 from __future__ import annotations
@@ -136,34 +139,54 @@ def _create(path: str, holder: Holder, output_dir: str) -> None:
     try:
         fs.create_exclusive(path, holder.to_json())
     except FileExistsError:
-        raise LockHeldError(_held_message(path, output_dir), setting="lock") from None
+        raise _held(path, output_dir) from None
     except OSError as err:
         raise P3DataError(f"{output_dir}: cannot write in the output folder ({_reason(err)}); "
                           "choose another one or fix its permissions") from None
 
 
-def _held_message(path: str, output_dir: str) -> str:
+def _held(path: str, output_dir: str) -> LockHeldError:
+    """Why the lock cannot be taken; `setting` is set when taking it over is the fix."""
     try:
         holder = Holder.from_json(fs.read_bytes(path))
     except FileNotFoundError:
-        return f"{output_dir}: the run that held {path} ended just now; rerun"
+        return LockHeldError(f"{output_dir}: the run that held {path} ended just now; rerun")
     except ValueError as err:
-        return (f"{output_dir} is locked, but {path} is unreadable ({err}); if no run is "
-                "writing it, rerun taking over the lock")
+        return LockHeldError(f"{output_dir} is locked, but {path} is unreadable ({err}); if no "
+                             "run is writing it, rerun taking over the lock", setting="lock")
     if holder.is_dead():
-        return (f"{output_dir} was being written by {holder.describe()}; "
-                "rerun taking over the lock")
-    return (f"{output_dir} is being written by {holder.describe()}; wait for it, or if that "
-            "run is dead rerun taking over the lock")
+        return LockHeldError(f"{output_dir} was being written by {holder.describe()}; rerun "
+                             "taking over the lock", setting="lock")
+    return _live(holder, path, output_dir)
+
+
+def _live(holder: Holder, path: str, output_dir: str) -> LockHeldError:
+    """The lock of a run that may still be running: nothing takes it over."""
+    if holder.host != socket.gethostname():
+        return LockHeldError(
+            f"{output_dir} is being written by {holder.describe()}, on another host, where "
+            "p3data cannot tell whether it still runs: wait for it to end, or if it has, "
+            f"delete {path} and rerun")
+    return LockHeldError(f"{output_dir} is being written by {holder.describe()}; wait for it "
+                         "to end")
 
 
 def _take_over(path: str, output_dir: str) -> None:
+    """Remove the lock of a run that has ended (or an unreadable one); refuse any other."""
     try:
-        previous = describe_lock(fs.read_bytes(path))
+        data = fs.read_bytes(path)
     except FileNotFoundError:
         return
+    try:
+        holder = Holder.from_json(data)
+    except ValueError as err:
+        previous = f"which is unreadable ({err})"
+    else:
+        if not holder.is_dead():
+            raise _live(holder, path, output_dir)
+        previous = f"held by {holder.describe()}"
     fs.delete([path])
-    logger.warning("p3data: taking over the lock of %s from %s", output_dir, previous)
+    logger.warning("p3data: %s: taking over the lock %s", output_dir, previous)
 
 
 def _release(path: str, holder: Holder) -> None:

@@ -3,12 +3,18 @@ cut into source shards (the units workers process), and what is already done.
 
 Planning runs on the driver. It lists shards (so it touches the data's metadata, not its
 rows) and fingerprints everything the output depends on, so reruns reuse only matching work.
+A task's folder is planned split by split: splits not asked for, and splits the same settings
+built from the same rows, are kept as they are. Before any worker writes, `withdraw` removes
+`COMPLETED`, then the manifest, then every file the build will not reuse, so a crash at any
+point leaves a folder seqio does not read as complete; the old manifest stays while it records
+kept splits, until the new one, listing them too, replaces it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -21,8 +27,14 @@ from p3data.datasets.shards import ROWS_PER_SHARD, Shard
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError
 from p3data.format import layout
-from p3data.format.manifest import FORMAT_VERSION, ManifestError, read_manifest
-from p3data.format.work import UnitMarker, WorkDir, read_record
+from p3data.format.manifest import (
+    FORMAT_VERSION,
+    Manifest,
+    ManifestError,
+    SplitRecord,
+    read_manifest,
+)
+from p3data.format.work import SplitSummary, UnitMarker, WorkDir, read_record
 from p3data.templates import Template
 from p3data.vocab import EXTRA_IDS
 
@@ -113,13 +125,15 @@ class CacheConfig:
 
 @dataclass(frozen=True)
 class TaskInfo:
-    """What the finalize stage needs to know of one task being built."""
+    """What the finalize stage needs to know of one task being built: the splits to build, and
+    those its folder keeps as they are (not asked for, or built from the same rows before)."""
 
     spec: t0.TaskSpec
-    fingerprint: str
+    fingerprint: str  # of the build its manifest will record, every split it lists
     splits: tuple[str, ...]  # task splits to build
     shard_counts: dict[str, int]  # task split -> source shards (= parts)
-    sources: dict[str, dict]  # task split -> identity of the rows it reads
+    sources: dict[str, dict]  # task split -> identity of its rows, for every split listed
+    kept: dict[str, SplitRecord] = field(default_factory=dict)  # split -> its record as kept
 
 
 @dataclass
@@ -129,6 +143,7 @@ class CachePlan:
     tasks: dict[str, TaskInfo] = field(default_factory=dict)  # tasks to build
     failed: dict[str, str] = field(default_factory=dict)  # task -> why it cannot be built
     done: list[str] = field(default_factory=list)  # tasks already complete with this setup
+    skipped: list[str] = field(default_factory=list)  # tasks without any of the splits asked for
     resumed: set[str] = field(default_factory=set)  # units an earlier run finished
     tracebacks: list[str] = field(default_factory=list)  # of unexpected errors (bugs)
     drift: dict[str, tuple[str, ...]] = field(default_factory=dict)  # dataset/split -> accepted
@@ -158,6 +173,11 @@ def template_digest(template: Template) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _json(value: object) -> str:
+    """`value` as JSON, as the manifest keeps it (a tuple reads back as a list)."""
+    return json.dumps(value, sort_keys=True)
+
+
 def _fingerprint(config: CacheConfig, spec: t0.TaskSpec, sources: dict) -> str:
     payload = {
         "p3data": __version__, "format": FORMAT_VERSION, "task": spec.name,
@@ -166,19 +186,94 @@ def _fingerprint(config: CacheConfig, spec: t0.TaskSpec, sources: dict) -> str:
         "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
         "seed": config.seed, "shards": config.shards, "p3_layout": config.p3_layout,
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(_json(payload).encode()).hexdigest()
 
 
-def is_complete(config: CacheConfig, task: str, fingerprint: str) -> bool:
-    """COMPLETED, and a manifest of a build with the same fingerprint (an unreadable manifest
-    means the task is rebuilt)."""
-    folder = layout.task_dir(config.output_dir, task, config.p3_layout)
-    if not fs.exists(fs.join(folder, layout.COMPLETED)):
-        return False
+def _earlier_build(config: CacheConfig, spec: t0.TaskSpec, folder: str) -> Manifest | None:
+    """The folder's manifest if it records a build with this run's settings, whatever rows it
+    read (its fingerprint is this run's for its sources); None if not, or unreadable."""
     try:
-        return read_manifest(folder).fingerprint == fingerprint
+        manifest = read_manifest(folder)
     except ManifestError:
-        return False
+        return None
+    same = _fingerprint(config, spec, manifest.sources) == manifest.fingerprint
+    return manifest if same else None
+
+
+_SPLIT_FILE = re.compile(r"info\.(.+)\.json|stats\.(.+)\.json|(.+)\.tfrecord-\d+-of-\d+"
+                         r"|index\.(.+)-\d+-of-\d+\.npy")
+
+
+def _splits_present(names: Sequence[str]) -> set[str]:
+    """The splits whose shards, indexes, info or stats are among these file names."""
+    return {next(filter(None, match.groups())) for name in names
+            if (match := _SPLIT_FILE.fullmatch(name))}
+
+
+def plan_task(config: CacheConfig, spec: t0.TaskSpec, sources: dict[str, dict],
+              shard_counts: dict[str, int]) -> TaskInfo | str | None:
+    """What a run asked to build these splits of a task (`sources`: the identity of each one's
+    rows) does with its folder: None when it holds this very build; else the splits to build
+    and those to keep as they are: every split not asked for, and those asked for that the
+    same settings built from the same rows. A split not asked for that cannot be kept (built
+    with other settings, or not recorded) is never removed: the task fails, saying why."""
+    folder = task_folder(config, spec.name)
+    names = fs.files_in(folder)
+    earlier = _earlier_build(config, spec, folder) if layout.MANIFEST in names else None
+    recorded = earlier.sources if earlier else {}
+    keepable = {split: record for split, record in (earlier.splits if earlier else {}).items()
+                if split in spec.split_mapping and set(record.files) <= set(names)}
+    order = list(spec.split_mapping)
+    others = sorted(_splits_present(names) & set(order) - set(sources), key=order.index)
+    if lost := [split for split in others if split not in keepable]:
+        return (f"{folder} holds its {', '.join(lost)} split{'s' * (len(lost) > 1)}, built with "
+                "other settings or not recorded in its manifest, which building only "
+                f"{', '.join(sources)} would lose: run without --splits to rebuild every split")
+    kept = {split: keepable[split] for split in order if split in others or (
+        split in sources and split in keepable
+        and _json(recorded.get(split)) == _json(sources[split]))}
+    every = {split: recorded.get(split, {}) if split in others else sources[split]
+             for split in order if split in others or split in sources}
+    fingerprint = _fingerprint(config, spec, every)
+    if layout.COMPLETED in names and earlier and earlier.fingerprint == fingerprint:
+        return None
+    build = tuple(split for split in sources if split not in kept)
+    return TaskInfo(spec, fingerprint, build, {s: shard_counts[s] for s in build}, every, kept)
+
+
+def task_folder(config: CacheConfig, task: str) -> str:
+    return layout.task_dir(config.output_dir, task, config.p3_layout)
+
+
+def reusable_record(config: CacheConfig, info: TaskInfo, split: str) -> SplitRecord | None:
+    """A split an earlier run of this build assembled, with its files still in place."""
+    summary = read_record(config.workdir.split_summary(info.spec.name, split), SplitSummary)
+    if summary is None or summary.record is None or summary.fingerprint != info.fingerprint:
+        return None
+    folder = task_folder(config, info.spec.name)
+    if not all(fs.exists(fs.join(folder, name)) for name in summary.record.files):
+        return None
+    return summary.record
+
+
+def withdraw(config: CacheConfig, info: TaskInfo) -> None:
+    """Before a task is (re)built: remove COMPLETED, then the manifest (kept while it records
+    splits the build keeps, until the new one replaces it), then every file that neither a
+    kept split nor a reusable split of this build lists (old shards, other shard counts,
+    strays)."""
+    folder = task_folder(config, info.spec.name)
+    present = fs.files_in(folder)
+    if not present:
+        return
+    keep = {name for record in info.kept.values() for name in record.files}
+    keep |= {name for split in info.splits
+             for name in getattr(reusable_record(config, info, split), "files", {})}
+    seals = (layout.COMPLETED,) if info.kept else (layout.COMPLETED, layout.MANIFEST)
+    for name in seals:  # one at a time, in this order: COMPLETED is never left alone
+        if name in present:
+            fs.delete([fs.join(folder, name)])
+    fs.delete([fs.join(folder, name) for name in present
+               if name not in keep and name not in (layout.COMPLETED, layout.MANIFEST)])
 
 
 def _check_splits(specs: Sequence[t0.TaskSpec], splits: Sequence[str]) -> None:
@@ -195,6 +290,8 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
     plan = CachePlan(config)
     wanted = {spec.name: [s for s in spec.split_mapping if not splits or s in splits]
               for spec in specs}
+    plan.skipped = [spec.name for spec in specs if not wanted[spec.name]]
+    specs = [spec for spec in specs if wanted[spec.name]]
     readers = t0.group_by_source_split(specs, splits)
     listed: dict[tuple[DatasetKey, str], tuple[list[Shard], dict]] = {}
     for (key, source_split), users in readers.items():
@@ -218,18 +315,20 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
         if spec.name in plan.failed:
             continue
         reads = {s: (spec.entry.key, spec.split_mapping[s]) for s in wanted[spec.name]}
-        sources = {s: listed[k][1] for s, k in reads.items()}
-        info = TaskInfo(spec, _fingerprint(config, spec, sources), tuple(wanted[spec.name]),
-                        {s: len(listed[k][0]) for s, k in reads.items()}, sources)
-        if is_complete(config, spec.name, info.fingerprint):
+        info = plan_task(config, spec, {s: listed[k][1] for s, k in reads.items()},
+                         {s: len(listed[k][0]) for s, k in reads.items()})
+        if info is None:
             plan.done.append(spec.name)
+        elif isinstance(info, str):
+            plan.failed[spec.name] = info
         else:
             plan.tasks[spec.name] = info
     for (key, source_split), users in readers.items():
         outputs = tuple(
             TaskOutput(spec.name, split, spec.template, spec.score_eval,
                        plan.tasks[spec.name].fingerprint)
-            for spec, split in users if spec.name in plan.tasks)
+            for spec, split in users
+            if spec.name in plan.tasks and split in plan.tasks[spec.name].splits)
         if outputs:
             job = SplitJob(users[0][0].entry, source_split, outputs)
             shards = listed[(key, source_split)][0]

@@ -8,7 +8,6 @@ choice, `is_correct` = choice == gold target, `weight` 1.0, as T0's rank classif
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from contextlib import ExitStack
 
 from p3data import fs
@@ -35,12 +34,14 @@ from p3data.varints import varint
 
 
 def _pending(config: CacheConfig, unit: WorkUnit) -> list[TaskOutput]:
-    """Outputs of this unit without a finished part made with the same settings."""
+    """Outputs of this unit without a part finished with the same settings: a part that
+    failed is redone, since what failed may have been transient (a file gone for a moment)."""
     pending = []
     for out in unit.job.outputs:
         meta = work.read_record(config.workdir.part(out.task, out.split, unit.index, ".json"),
                                 work.PartMeta)
-        if meta is None or (meta.fingerprint, meta.rows) != (out.fingerprint, _rows(unit)):
+        if meta is None or meta.failed or (meta.fingerprint, meta.rows) != (
+                out.fingerprint, _rows(unit)):
             pending.append(out)
     return pending
 
@@ -49,10 +50,10 @@ def _rows(unit: WorkUnit) -> list[int]:
     return [unit.shard.start, unit.shard.stop]
 
 
-def process_unit(config: CacheConfig, unit: WorkUnit,
-                 tokenizer: Tokenizer) -> Iterator[tuple[str, str]]:
-    """Write the missing parts of one unit; yields the (task, split) of every output."""
+def process_unit(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer) -> bool:
+    """Write the missing parts of one unit; whether every one of them succeeded."""
     pending = _pending(config, unit)
+    metas: dict[str, work.PartMeta] = {}
     if pending:
         metas = {out.task: work.PartMeta(out.fingerprint, _rows(unit)) for out in pending}
         try:
@@ -67,8 +68,7 @@ def process_unit(config: CacheConfig, unit: WorkUnit,
         for out in pending:  # metas last: they mark the parts complete
             work.write_record(config.workdir.part(out.task, out.split, unit.index, ".json"),
                               metas[out.task])
-    for out in unit.job.outputs:
-        yield out.task, out.split
+    return not any(meta.failed for meta in metas.values())
 
 
 def _render_shard(config: CacheConfig, unit: WorkUnit, *, tokenizer: Tokenizer,

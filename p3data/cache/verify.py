@@ -28,8 +28,7 @@ from p3data.format.manifest import ManifestError, read_manifest
 from p3data.format.tfrecord import CorruptRecordError, read_records
 
 # A folder holding any of these is a task folder (at the cache root: not a temporary).
-TASK_FILES = (layout.COMPLETED, layout.MANIFEST, "*.tfrecord-*", "info.*.json", "stats.*.json",
-              "index.*.npy", layout.TEMP_PREFIX + "*")
+TASK_FILES = layout.TASK_FILES
 SEALS = (layout.MANIFEST, layout.COMPLETED)  # files a manifest never lists
 RERUN = "a run is writing it, crashed or failed: rerun p3data cache to finish"
 

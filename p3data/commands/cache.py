@@ -2,11 +2,13 @@
 
 Options p3data does not know are Beam pipeline options and go to Beam as they are, e.g.
 `--runner=DataflowRunner --project=... --region=... --temp_location=gs://...` or
-`--direct_num_workers=2 --direct_running_mode=multi_processing`.
+`--direct_num_workers=2 --direct_running_mode=multi_processing`. Beam's options are checked
+before anything is written: one Beam does not know either, a bad value or runner is an error.
 
 One run writes to an output folder at a time: a run holds the lock `<output>/.p3data-lock`
-(owner, host, start time) and a second run says who holds it. If that run is dead (killed,
-machine gone), `--force` takes the lock over.
+(owner, host, start time) and a second run says who holds it. If that run was killed on this
+machine, `--force` takes the lock over; a run still alive, or one on another machine, is
+never taken over (delete the lock by hand once that run has ended).
 """
 
 from __future__ import annotations
@@ -14,14 +16,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from p3data import fs
 from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.commands import console
 from p3data.commands.extras import require
 from p3data.commands.options import add_data_options, positive_int, rate
 from p3data.datasets.shards import ROWS_PER_SHARD
-
-# Beam knows DaskRunner only by its full name.
-RUNNER_ALIASES = {"--runner=DaskRunner": "--runner=apache_beam.runners.dask.dask_runner.DaskRunner"}
+from p3data.errors import P3DataError
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,22 +32,33 @@ def run(args: argparse.Namespace) -> int:
     from p3data.vocab import read_vocabulary
 
     require("apache_beam", "pyarrow")
+    _check_data_dir(args.data_dir)
     specs = t0.select(t0.load_definitions(), args.mixture, args.tasks)
     config = CacheConfig(
         output_dir=args.output_dir.rstrip("/"), vocab_model=read_vocabulary(args.vocab),
         data_dir=args.data_dir, hub_root=args.hub_root, seed=args.seed, shards=args.shards,
         p3_layout=args.p3_layout, rows_per_shard=args.rows_per_shard,
         max_error_rate=args.max_error_rate)
-    beam_args = [RUNNER_ALIASES.get(arg, arg) for arg in args.beam_args]
     with console.libraries_to_log(args.verbose, "cache") as stream:
         from p3data.pipelines.cache import run_cache  # Beam: its import talks too
 
-        result = run_cache(config, specs, splits=args.splits, pipeline_args=beam_args,
-                           force=args.force, progress_every=args.progress_every, out=stream)
-    print(summary_table(result))
-    for text in result.tracebacks:
-        print(text, file=sys.stderr)
+        result = run_cache(config, specs, splits=args.splits, pipeline_args=args.beam_args,
+                           own_options=args.own_options, force=args.force,
+                           progress_every=args.progress_every, out=stream)
+    with console.reader_may_leave(sys.stdout):
+        print(summary_table(result))
+    with console.reader_may_leave(sys.stderr):
+        for text in result.tracebacks:
+            print(text, file=sys.stderr)
     return 0 if result.ok else 1
+
+
+def _check_data_dir(path: str | None) -> None:
+    """A mirror folder given that is not one (missing, a file) fails every task alike: say it
+    once. (A gs:// folder exists only as the prefix of the objects in it.)"""
+    if path is not None and not (fs.is_dir(path) or fs.glob(fs.join(path, "*"))):
+        raise P3DataError(f"{path}: not a folder, so no mirror of rows; give the folder p3data "
+                          "fetch --to wrote", setting="rows")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -76,6 +88,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                             f"(default {DEFAULT_MAX_ERROR_RATE}; rows T0's rule drops by design "
                             "do not count)")
     cache.add_argument("--force", action="store_true",
-                       help="take over the output folder's lock from a run that is dead")
+                       help="take over the output folder's lock from a run on this machine "
+                            "that has ended")
     cache.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS")
-    cache.set_defaults(run=run)
+    cache.set_defaults(run=run, own_options=[o for a in cache._actions for o in a.option_strings])

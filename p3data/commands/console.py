@@ -6,11 +6,12 @@ Only the command line calls these; no library module configures logging when imp
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 from p3data.errors import P3DataError
@@ -42,13 +43,51 @@ def import_tensorflow(verbose: int) -> None:
         import tensorflow  # noqa: F401
 
 
+class Console(io.TextIOBase):
+    """A console stream that falls silent once its reader has gone (`p3data cache | head`):
+    what a command does never depends on whether someone still reads about it."""
+
+    def __init__(self, stream: TextIO):
+        super().__init__()
+        self.stream = stream
+        self.gone = False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._unless_gone(self.stream.write, text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._unless_gone(self.stream.flush)
+
+    def _unless_gone(self, method: Callable[..., object], *args: str) -> None:
+        if not self.gone and not self.stream.closed:
+            try:
+                method(*args)
+            except BrokenPipeError:
+                self.gone = True
+
+
+@contextlib.contextmanager
+def reader_may_leave(stream: TextIO) -> Iterator[None]:
+    """Print the block's output to `sys.stdout` or `sys.stderr`: if its reader goes away, the
+    rest goes nowhere (and Python's flush at exit does not complain)."""
+    try:
+        yield
+        stream.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+
+
 @contextlib.contextmanager
 def libraries_to_log(verbose: int, name: str) -> Iterator[TextIO]:
-    """Yields the stream for p3data's own progress. By default whatever else writes to stderr
-    (Beam's loggers, worker processes that inherit stderr, C++ code) goes to a log file,
-    deleted on success and named on failure; `-v` keeps it all on the console."""
+    """Yields the stream for p3data's own progress (a `Console`). By default whatever else
+    writes to stderr (Beam's loggers, worker processes that inherit stderr, C++ code) goes to a
+    log file, deleted on success and named on failure; `-v` keeps it all on the console."""
     if verbose:
-        yield sys.stderr
+        yield Console(sys.stderr)
         return
     handle, log_path = tempfile.mkstemp(prefix=f"p3data-{name}-", suffix=".log")
     os.close(handle)
@@ -83,9 +122,10 @@ def _stderr_to(path: str) -> Iterator[TextIO]:
     os.close(target)
     console = os.fdopen(os.dup(saved), "w", buffering=1)
     try:
-        yield console
+        yield Console(console)
     finally:
         sys.stderr.flush()
-        console.close()
+        with contextlib.suppress(BrokenPipeError):  # what its reader left unread
+            console.close()
         os.dup2(saved, 2)
         os.close(saved)

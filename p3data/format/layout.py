@@ -27,6 +27,9 @@ TEMP_PREFIX = fs.TEMP_PREFIX
 P3_SEQIO_VERSION = "0.0.6"  # what P3's info files say
 P3_INDEX = "data_split_sizes.csv"
 P3_INDEX_HEADER = "Data(sub)set|Number of examples per splits"
+# What a task folder may hold (name patterns): seqio's files, p3data's, temporaries.
+TASK_FILES = (COMPLETED, MANIFEST, "*.tfrecord-*", "info.*.json", "stats.*.json", "index.*.npy",
+              TEMP_PREFIX + "*")
 
 
 def seqio_version() -> str:

@@ -83,6 +83,14 @@ class Budget:
             raise LimitExceeded(f"template exceeded its time limit of {MAX_SECONDS:g} seconds")
         self._clock_at = min(self.steps + CLOCK_EVERY, MAX_STEPS + 1)
 
+    def charge(self, steps: int, what: str) -> None:
+        """Pay up front for one call that works `steps` steps at once (see `costs`): refused
+        before it starts when they would pass the budget, whose clock it never reads."""
+        if self.steps + steps > MAX_STEPS:
+            raise LimitExceeded(f"{what} would take about {steps:,} steps, over the work "
+                                f"budget of {MAX_STEPS:,} steps")
+        self.spend(steps)
+
     def enter_call(self) -> None:
         """A step, and one more call in progress (decrease `depth` when it returns)."""
         self.spend()

@@ -1,7 +1,7 @@
 """The Jinja environment templates render in: promptsource's globals and filters, sandboxed.
 
 Differences from promptsource, on purpose:
-- `SandboxedEnvironment`: a template cannot reach Python internals (`__class__`, `__globals__`...).
+- `SandboxedEnvironment`: reaching for Python internals (`__class__`, `__globals__`...) fails.
 - Bounded: each render has a budget of work and every value it makes a size limit
   (`p3data.templates.limits`); `limit_template` rewrites a parsed template so that its loops,
   outputs, `~` and literals report to it, and the environment checks calls, operators, filters
@@ -28,11 +28,12 @@ from jinja2 import Undefined, nodes, pass_context, pass_environment, pass_eval_c
 from jinja2.defaults import DEFAULT_FILTERS
 from jinja2.nodes import EvalContext
 from jinja2.runtime import Context, LoopContext, markup_join
-from jinja2.sandbox import SandboxedEnvironment, SandboxedFormatter
+from jinja2.sandbox import SandboxedEnvironment, SandboxedFormatter, SecurityError
 from jinja2.utils import generate_lorem_ipsum, missing
 from jinja2.visitor import NodeTransformer
 from markupsafe import EscapeFormatter, Markup
 
+from p3data.templates.costs import FILTER_STEPS, urlized_size, wrapped_size
 from p3data.templates.limits import (
     BLOCK_STEPS,
     CLOCK_EVERY,
@@ -113,8 +114,8 @@ class FieldUndefined(Undefined):
 
     __slots__ = ()
 
-    def _check_name(self) -> None:
-        if self._undefined_obj is missing:
+    def _check_name(self) -> None:  # an unknown name, or what the sandbox refused to give
+        if self._undefined_obj is missing or self._undefined_exception is SecurityError:
             self._fail_with_undefined_error()
 
     def __str__(self) -> str:
@@ -317,25 +318,8 @@ def _formatted(value: Any, *args: Any, **kwargs: Any) -> int:
     return printf_size(printed(value), kwargs or args)
 
 
-def _wrapped(  # noqa: PLR0917 - called with the arguments of Jinja's `wordwrap`
-             environment: BoundedEnvironment, s: Any, width: int = 79,
-             break_long_words: bool = True, wrapstring: str | None = None,
-             break_on_hyphens: bool = True) -> int:
-    text = printed(s)
-    lines = len(text) // max(width, 1) + text.count("\n") + 1
-    return len(text) + lines * (1 if wrapstring is None else text_len(wrapstring))
-
-
 def _as_json(eval_ctx: EvalContext, value: Any, indent: int | str | None = None) -> int:
     return text_size(value, len(indent) if isinstance(indent, str) else indent or 0)
-
-
-def _urlized(  # noqa: PLR0917 - called with the arguments of Jinja's `urlize`
-             eval_ctx: EvalContext, value: Any, trim_url_limit: int | None = None,
-             nofollow: bool = False, target: str | None = None, rel: str | None = None,
-             extra_schemes: Iterable[str] | None = None) -> int:
-    size = text_len(value)  # every word may become a link: <a href="word" ...>word</a>
-    return 10 * size + (size // 2 + 1) * (text_len(target or "") + text_len(rel or ""))
 
 
 def _pretty(value: Any) -> int:
@@ -367,9 +351,9 @@ _FILTER_SIZES: dict[str, Callable[..., int] | None] = {
     "replace": _replaced,
     "join": _joined,
     "format": _formatted,
-    "wordwrap": _wrapped,
+    "wordwrap": wrapped_size,
     "tojson": _as_json,
-    "urlize": _urlized,
+    "urlize": urlized_size,
     "pprint": _pretty,
     "xmlattr": _xml_attributes,
     "batch": _batched,
@@ -387,7 +371,7 @@ _LISTED_INPUT = {"join", "sum"}  # their estimate needs the items: an iterator b
 
 
 def _bounded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
-    estimate = _FILTER_SIZES[name]
+    estimate, steps = _FILTER_SIZES[name], FILTER_STEPS.get(name)
     what = f"a value made by filter {name!r}"
     listed, prints = name in _LISTED_INPUT, name in _PRINTING
     input_at = 1 if listed or name == "truncate" else 0  # after an environment
@@ -400,6 +384,8 @@ def _bounded_filter(name: str, function: Callable[..., Any]) -> Callable[..., An
             current().check_size(estimate(*args, **kwargs), what)
         elif prints and type(value) is not str:
             text_len(value)  # a collection may print far bigger than it is
+        if steps is not None:
+            current().charge(steps(*args, **kwargs), f"filter {name!r}")
         result = function(*args, **kwargs)
         current().create(len(result) if type(result) in SIZED_TYPES else size_of(result), what)
         return result

@@ -14,14 +14,17 @@ File operations are fsspec's local `open` for writing, `mv` and `rm`, which is h
 starts, commits and removes every file of a cache; a child writes those it ran to
 OUTPUTS/K.<mode>.trace as `[operation, path]`, its output to OUTPUTS/K.<mode>.log and its exit
 code to OUTPUTS/K.<mode>.code. The DirectRunner's default mode runs the workers inside the
-child, so their operations count too.
+child, so their operations count too. Tests call `crash_run` to run this, and `crash_points`
+to choose the points from an uninterrupted run's trace.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,6 +33,51 @@ from fsspec.implementations.local import LocalFileSystem
 from p3data.cli import main as cli
 
 OPERATIONS = {"_open": "create", "mv": "rename", "rm": "delete"}
+
+
+def crash_run(mode: str, outputs: Path, points: list[int], cache_args: list[str], *,
+              base: Path | None = None) -> list[int]:
+    """Crash (or rerun) a build per point, each into `outputs/<point>`; their exit codes."""
+    command = [sys.executable, __file__, mode, str(outputs), ",".join(map(str, points)),
+               *([str(base)] if base else []), "--", *cache_args]
+    subprocess.run(command, check=True, timeout=1800)
+    return [int((outputs / f"{point}.{mode}.code").read_text()) for point in points]
+
+
+def kind(operation: str, path: str | list) -> str:
+    """What a file operation is about: the stage and the kind of file."""
+    path = path[0] if isinstance(path, list) and path else path
+    name = re.sub(r"\.p3data-tmp-[0-9a-f]+-", "", str(path).rsplit("/", 1)[-1])
+    where = "work" if "/.p3data-work" in str(path) else "task"
+    if where == "work" and operation == "delete":
+        return "delete work " + ("root" if name == ".p3data-work" else "task folder")
+    for pattern, kind in ((r"^part-\d+\.tfrecord$", "part records"),
+                          (r"^dealt-\d+\.", "dealt part"), (r"^index\.", "index"),
+                          (r"^part-\d+\.json$", "part meta"), (r"summary\.json$", "summary"),
+                          (r"\.tfrecord-", "shard"), (r"^info\.", "info"), (r"^stats\.", "stats")):
+        if re.search(pattern, name):
+            return f"{operation} {kind}"
+    if "/units/" in str(path) or "/assembled/" in str(path) or "/status/" in str(path):
+        return f"{operation} {str(path).split('/.p3data-work/')[1].split('/')[0]} marker"
+    return f"{operation} {where} {name}"
+
+
+def crash_points(trace: Path, *, last: bool = True) -> list[int]:
+    """The first operation of every kind (work files: only commits, since a crash before
+    starting one leaves the same as a crash before committing it), and with `last` the last
+    one of every kind on task folders (what seqio reads)."""
+    operations = [json.loads(line) for line in trace.read_text().splitlines()]
+    firsts: dict[str, int] = {}
+    lasts: dict[str, int] = {}
+    for number, (operation, path) in enumerate(operations):
+        in_work = "/.p3data-work" in str(path)
+        if in_work and operation == "create":
+            continue
+        what = kind(operation, path)
+        firsts.setdefault(what, number)
+        if last and not in_work:
+            lasts[what] = number
+    return sorted(set(firsts.values()) | set(lasts.values()))
 
 
 def _intercept(method: str, trace, crash_at: int, counter: list[int]) -> None:
