@@ -125,21 +125,26 @@ def test_verify_names_a_changed_file_and_one_the_record_does_not_know(hub, tmp_p
     changed.write_bytes(bytes(data))
     code, lines = fetch(capsys, "--verify", mirror)
     assert (code, lines) == (1, [
-        f"{changed}: sha256 differs from the snapshot record (the file changed)",
+        f"{changed}: sha256 differs from the snapshot record (the file changed); fetch it "
+        f"again: p3data fetch super_glue/copa --to {mirror}",
         "2 snapshots, 5 files: FAILED: 1 problem"])
 
-    (tmp_path / "mirror" / "trec" / "test.jsonl").write_text('{"text": "stray"}\n')
+    stray = tmp_path / "mirror" / "trec" / "test.jsonl"
+    stray.write_text('{"text": "stray"}\n')
     code, lines = fetch(capsys, "--verify", mirror)
     assert code == 1
-    assert lines[1] == (f"{mirror}/trec/test.jsonl: not in {mirror}/trec/{SNAPSHOT}, yet "
-                        "--data-dir reads it too: delete it, or fetch the dataset again with "
-                        "--force")
+    assert lines[1] == (f"{stray}: not in {mirror}/trec/{SNAPSHOT}, yet --data-dir reads it "
+                        "too: move it out of the mirror")
 
     code, lines = fetch(capsys, "trec", "super_glue/copa", "--to", mirror, "--hub-root",
-                        hub.root)  # a rerun refetches what does not match its record
-    assert code == 0
-    assert status_of(lines, "trec") == status_of(lines, "super_glue/copa") == "fetched"
-    assert not (tmp_path / "mirror" / "trec" / "test.jsonl").exists()
+                        hub.root)  # a rerun refetches what does not match its record...
+    assert code == 1
+    assert status_of(lines, "super_glue/copa") == "fetched"
+    assert status_of(lines, "trec").startswith(f"failed: trec/test: {stray}: rows p3data did "
+                                               "not fetch")  # ...but never replaces rows
+    stray.unlink()  # it did not write
+    code, lines = fetch(capsys, "trec", "--to", mirror, "--hub-root", hub.root)
+    assert (code, status_of(lines, "trec")) == (0, "already verified")
     assert fetch(capsys, "--verify", mirror)[0] == 0
 
 

@@ -39,8 +39,9 @@ from p3data.cache.lock import output_lock
 from p3data.cli import main
 from p3data.datasets import drift
 from p3data.datasets.errors import SourceError
-from p3data.datasets.fetch import snapshot, verify_mirror
+from p3data.datasets.fetch import snapshot
 from p3data.datasets.hub import HubStore
+from p3data.datasets.mirror_check import verify_mirror
 from p3data.datasets.snapshot import SNAPSHOT, read_snapshot
 from p3data.datasets.stores import MirrorStore
 from p3data.format import layout
@@ -196,9 +197,12 @@ def test_floats_under_integer_metadata_are_refused_and_never_truncated(hub, tmp_
     monkeypatch.setattr(drift, "check", lambda *args, **kwargs: None)
     error = one_line_error(lambda: snapshot(hub.copa, str(mirror), hub_root=hub.root))
     assert error.startswith("super_glue/copa/train: rows 0 to 10 do not fit the catalog's "
-                            "schema: idx: ") and "truncated" in error
-    assert not [path for path in mirror.rglob("*") if path.is_file()
-                and path.name != ".p3data-lock"]
+                            "schema: idx: ") and "truncated" in error, error
+    folder = mirror / "super_glue" / "copa"
+    assert not (folder / "train.parquet").exists() and not (folder / SNAPSHOT).exists()
+    # a split written before the failure is no snapshot: a build refuses it
+    assert "written by p3data fetch, but" in one_line_error(
+        lambda: MirrorStore(mirror, hub.copa).list_shards("test"))
 
 
 CORRUPT_FETCH = """

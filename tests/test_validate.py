@@ -136,3 +136,27 @@ def test_bundled_samples(capsys):
                 if line.startswith("imdb_Negation_template_for_positive_and_negative "))
     read, kept, _, _, off_choices = line.split()[2:7]
     assert read == kept == off_choices != "0"
+
+
+def test_an_empty_rows_file_fails(fixture_tasks, capsys):
+    empty = fixture_tasks / "super_glue" / "copa" / "train.jsonl"
+    empty.write_text("")
+    assert main(["validate", "--tasks", TASKS, "--data-dir", str(fixture_tasks)]) == 1
+    out, err = capsys.readouterr()
+    why = f"no rows in {empty} (the catalog lists 400)"
+    assert f"super_glue_copa_fixture_labelled: not validated: super_glue/copa train: {why}" in (
+        out.splitlines())
+    assert f"fail: super_glue_copa_fixture_labelled (train): super_glue/copa train: {why}" in (
+        err.splitlines())
+
+
+@pytest.mark.parametrize("where", ["file", "missing"])
+def test_a_data_dir_that_is_no_folder_is_one_line(tmp_path, capsys, where):
+    path = tmp_path / "rows.jsonl"
+    if where == "file":
+        path.write_text("{}\n")
+    assert main(["validate", "--tasks", "super_glue_copa_exercise", "--data-dir", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"p3data: error: data folder {path} "
+                   + ("is a file, not a folder" if where == "file" else "does not exist")
+                   + " (--data-dir, --samples)"]
