@@ -96,13 +96,7 @@ def run(args: argparse.Namespace) -> int:
     catalog = Catalog.load()
     entries = selection(catalog, args.datasets, args.mixture, args.tasks)
     mirror = _folder(args.to, "--to")
-    hub_root = args.hub_root or os.environ.get(ENV_HUB_ROOT) or None
-    from p3data import fs
-
-    if hub_root and not fs.is_dir(hub_root):
-        raise P3DataError(f"{hub_root}: no such Hub root folder; name a copy of the Hub laid "
-                          "out as <owner>/<name>/<revision>/<path> (--hub-root, "
-                          f"${ENV_HUB_ROOT})")
+    hub_root = _hub_root(args.hub_root)
     check_target(mirror, {entry.dataset for entry in catalog})
     return fetch(entries, mirror, hub_root=hub_root, force=args.force)
 
@@ -112,6 +106,18 @@ def _folder(path: str, option: str) -> str:
     if not path.strip():
         raise P3DataError(f"{option} names no folder")
     return path.rstrip("/") or path
+
+
+def _hub_root(given: str | None) -> str | None:
+    """--hub-root, else $P3DATA_HUB_ROOT, else None (the Hub itself); one that is no folder
+    is refused once, here, rather than by every dataset."""
+    from p3data import fs
+
+    root = given or os.environ.get(ENV_HUB_ROOT) or None
+    if root and not fs.is_dir(root):
+        raise P3DataError(f"{root}: no such Hub root folder; name a copy of the Hub laid out "
+                          f"as <owner>/<name>/<revision>/<path> (--hub-root, ${ENV_HUB_ROOT})")
+    return root
 
 
 def check_target(mirror: str, datasets: Collection[str]) -> None:

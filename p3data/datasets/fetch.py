@@ -76,7 +76,7 @@ def snapshot(entry: DatasetEntry, mirror: str, *, hub_root: str | None = None,
              file_bytes: int = FILE_BYTES, on_rows: RowsWritten | None = None) -> Snapshot:
     """Snapshot `entry` from the Hub (or `hub_root`) into `mirror`, unless the mirror already
     holds an intact snapshot of what the catalog asks for (`force`: fetch it anyway).
-    `on_rows` hears of every row group written."""
+    `on_rows` hears of every row group written. The caller holds the mirror's lock."""
     folder = entry.key.folder(mirror)
     if not force and (kept := _intact_snapshot(entry, mirror)):
         return Snapshot(kept, fetched=False)
@@ -126,8 +126,8 @@ def _refuse_foreign_rows(entry: DatasetEntry, mirror: str) -> None:
         record = store.record
     except SnapshotError:
         record = None
-    recorded = {name for split in record.splits.values() for name in split.files} if record \
-        else set()
+    splits = record.splits.values() if record else ()
+    recorded = {name for split in splits for name in split.files}
     for split in entry.splits:
         for path in store.served(split):
             if fs.name_of(path) not in recorded and not _written_by_fetch(path):

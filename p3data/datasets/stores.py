@@ -103,18 +103,16 @@ class MirrorStore:
     def files(self, split: str) -> list[str]:
         found = self.served(split)
         if not found:
-            raise DataNotFoundError(
-                f"{self.entry.name}: no rows for split {split!r} in the mirror; expected "
-                f"{fs.join(self.folder, split + '.parquet')} or "
-                f"{fs.join(self.folder, split + '.jsonl')}")
+            raise self._missing(split)
         return found
 
     def list_shards(self, split: str) -> list[Shard]:
-        record = self.record
+        record, paths = self.record, self.served(split)
         if record is not None:
-            sizes = {fs.name_of(path): fs.size(path) for path in self.served(split)}
+            sizes = {fs.name_of(path): fs.size(path) for path in paths}
             self._refuse(split, record_problems(record, split, mirror=self.root, sizes=sizes))
-        paths = self.files(split)
+        if not paths:
+            raise self._missing(split)
         if record is None:
             self._refuse(split, _layout_problems(self.folder, split, paths))
         shards, rows, offset = [], {}, 0
@@ -155,11 +153,17 @@ class MirrorStore:
         files = {fs.name_of(path): file_identity(path) for path in self.files(split)}
         recorded = self.record.splits.get(split) if self.record else None
         for name, found in files.items():
-            if recorded and name in recorded.files and found.get(
-                    "sha256", recorded.files[name].sha256) != recorded.files[name].sha256:
+            expected = recorded.files.get(name) if recorded else None
+            if expected and found.get("sha256", expected.sha256) != expected.sha256:
                 self._refuse(split, [changed(fs.join(self.folder, name), self.entry.name,
                                              self.root)])
         return {"files": files, "drift": list(self.drift)}
+
+    def _missing(self, split: str) -> DataNotFoundError:
+        return DataNotFoundError(
+            f"{self.entry.name}: no rows for split {split!r} in the mirror; expected "
+            f"{fs.join(self.folder, split + '.parquet')} or "
+            f"{fs.join(self.folder, split + '.jsonl')}")
 
     def _refuse(self, split: str, problems: list[str]) -> None:
         if problems:
@@ -173,11 +177,12 @@ def _layout_problems(folder: str, split: str, paths: list[str]) -> list[str]:
     """A hand-made split read from more than one file or one complete set of files (a copy,
     a second format, a set missing a file) would be read twice or in part."""
     names = [fs.name_of(path) for path in paths]
+    if names in ([f"{split}.jsonl"], [f"{split}.parquet"]):
+        return []
     found = [m for name in names if (m := _SPLIT_FILE.match(name))]
     kinds = {(m["count"], m["ext"]) for m in found}
-    count = int(next(iter(kinds))[0] or 0) if len(kinds) == 1 else 0
-    if (names in ([f"{split}.jsonl"], [f"{split}.parquet"])
-            or count and [int(m["index"]) for m in found] == list(range(count))):
+    if len(kinds) == 1 and (count := next(iter(kinds))[0]) and [
+            int(m["index"]) for m in found] == list(range(int(count))):
         return []
     return [f"{folder}: {split} would be read from {', '.join(names)}; a split is one "
             f"{split}.jsonl or {split}.parquet, or every file of one {split}-NNNNN-of-MMMMM "
