@@ -156,10 +156,10 @@ def walk_files(root: str) -> list[str]:
 
 
 def delete(paths: list[str]) -> None:
-    """Delete files (those already gone are fine)."""
+    """Delete files (those already gone, or under a file, are fine)."""
     for path in paths:
         filesystem, local = resolve(path)
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             filesystem.rm(local)
 
 

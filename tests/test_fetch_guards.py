@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -302,8 +303,12 @@ def file_tree(root: Path) -> dict[str, bytes | None]:
     (["--verify", "{tmp}/nowhere"], "{tmp}/nowhere: no such mirror folder; fill one with "
                                     "p3data fetch --to {tmp}/nowhere"),
     (["--verify", ""], "--verify names no folder"),
+    (["nosuch", "--to", "{tmp}/mirror"], "dataset 'nosuch' is not in the catalog"),
+    (["--tasks", "(", "--to", "{tmp}/mirror"], "a task pattern is not a regular expression"),
+    (["trec", "--verify", "{tmp}"], "--verify checks a whole mirror: name no datasets"),
 ], ids=["to-file", "to-under-file", "to-unrelated", "to-empty", "hub-root-missing",
-        "verify-file", "verify-missing", "verify-empty"])
+        "verify-file", "verify-missing", "verify-empty", "unknown-dataset", "bad-pattern",
+        "verify-with-dataset"])
 def test_a_bad_target_is_one_line_and_changes_nothing(hub, tmp_path, capsys, *, args,
                                                        expected):
     (tmp_path / "notes").write_text("mine")
@@ -421,3 +426,26 @@ def test_fetched_files_without_their_record_are_refused(hub, mirror, capsys):
     code, lines = fetch(capsys, "--verify", str(mirror))
     assert (code, lines) == (1, [f"{folder / split}.parquet: {problem}" for split in (
         "test", "train", "validation")] + ["1 snapshots, 2 files: FAILED: 3 problems"])
+
+
+def test_a_file_where_a_dataset_folder_goes_fails_that_dataset_only(hub, tmp_path, capsys):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "trec").write_text("mine")
+    code, lines = fetch(capsys, "trec", "super_glue/copa", "--to", str(mirror), "--hub-root",
+                        hub.root)
+    assert code == 1
+    assert status_of(lines, "trec") == (
+        f"failed: trec: {mirror / 'trec'} is a file, where the dataset's folder goes: move it "
+        "out of the mirror, then fetch again")
+    assert status_of(lines, "super_glue/copa") == "fetched"
+    assert (mirror / "trec").read_text() == "mine"
+    shutil.rmtree(mirror / "super_glue")
+    (mirror / "super_glue").write_text("mine")  # a file above a subset's folder
+    code, lines = fetch(capsys, "super_glue/copa", "--to", str(mirror), "--hub-root", hub.root)
+    status = status_of(lines, "super_glue/copa")
+    assert code == 1 and status.startswith(f"failed: {mirror}/super_glue/copa/"), status
+    assert "cannot write it" in status
+    assert (mirror / "super_glue").read_text() == "mine"
+    with pytest.raises(SourceError, match="no rows for split 'train' in the mirror"):
+        MirrorStore(mirror, hub.trec).list_shards("train")

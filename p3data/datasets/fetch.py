@@ -119,9 +119,12 @@ def _intact_snapshot(entry: DatasetEntry, mirror: str) -> SnapshotRecord | None:
 
 
 def _refuse_foreign_rows(entry: DatasetEntry, mirror: str) -> None:
-    """Fail the dataset if its folder serves rows p3data did not write: a fetch would replace
-    or delete them (or leave them served beside its own)."""
+    """Fail the dataset if its folder is a file, or serves rows p3data did not write: a fetch
+    would replace or delete them (or leave them served beside its own)."""
     store = MirrorStore(mirror, entry)
+    if fs.exists(store.folder) and not fs.is_dir(store.folder):
+        raise SnapshotError(f"{entry.name}: {store.folder} is a file, where the dataset's "
+                            "folder goes: move it out of the mirror, then fetch again")
     try:
         record = store.record
     except SnapshotError:

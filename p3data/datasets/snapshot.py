@@ -97,7 +97,8 @@ def read_snapshot(folder: str) -> SnapshotRecord | None:
     except OSError as err:
         raise SnapshotError(f"{path}: cannot read it ({err.strerror or err})") from None
     except msgspec.DecodeError as err:
-        raise SnapshotError(f"{path}: not valid JSON ({err})") from None
+        raise SnapshotError(f"{path}: not valid JSON ({err}); fetch the dataset again with "
+                            "--force") from None
     version = raw.get("format_version") if isinstance(raw, dict) else None
     if version != SNAPSHOT_VERSION:
         raise SnapshotError(f"{path}: not a snapshot record of version {SNAPSHOT_VERSION} "
