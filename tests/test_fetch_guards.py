@@ -263,6 +263,11 @@ def test_a_second_fetch_is_refused_while_the_first_holds_the_mirror(hub, tmp_pat
         assert err[0].startswith(f"p3data: error: {mirror} is being written by ")
         assert "(pid " in err[0] and "p3data fetch trec --to mirror" in err[0]
         assert writing.read_bytes() == b"half" and not (mirror / "trec" / SNAPSHOT).exists()
+        code, lines = fetch(capsys, "--verify", str(mirror))  # a mirror being written
+        assert code == 1 and lines[0].startswith(f"{mirror}/.p3data-lock: held by ")
+        assert lines[0].endswith(": a fetch is writing this mirror, or died before it ended; "
+                                 "once none runs, rerun it (--force takes over a dead run's "
+                                 "lock)")
     assert fetch(capsys, "trec", "--to", str(mirror), "--hub-root", hub.root)[0] == 0
     assert not writing.exists()  # swept by the run that held the lock
 
@@ -406,6 +411,8 @@ def test_a_killed_fetch_leaves_nothing_that_passes_for_complete(hub, tmp_path):
             assert rows in (None, expected[key]), (point, key)
         if not verify_mirror(str(mirror)).problems:
             assert served == expected, point
+        # the command also finds the dead run's lock: its fetch did not end
+        assert main(["fetch", "--verify", str(mirror)]) == (1 if point else 0), point
         assert main(["fetch", *args(mirror)]) == 0, point  # --force takes over the dead lock
         assert not verify_mirror(str(mirror)).problems
         assert {key: read_all(MirrorStore(mirror, entry), key[1]) for entry in (

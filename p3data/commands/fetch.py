@@ -14,7 +14,8 @@ intact (--force fetches them again, and takes over the lock of a run that died);
 dataset's failure does not stop the others; exit 1 if any failed. Rows p3data did not write
 in a dataset's folder are never replaced: that dataset fails instead.
 --verify re-checks every snapshot of a mirror against its record, and finds files of a
-fetch that died before its record: exit 1 on any problem.
+fetch that died before its record, and a fetch's lock (one runs, or one died): exit 1 on any
+problem.
 """
 
 from __future__ import annotations
@@ -218,12 +219,29 @@ def verify(mirror: str) -> int:
     from p3data.datasets.mirror_check import verify_mirror
 
     check = verify_mirror(mirror)
-    for line in check.problems:
+    problems = [*_unfinished(mirror), *check.problems]
+    for line in problems:
         print(line)
-    count = len(check.problems)
+    count = len(problems)
     verdict = f"FAILED: {count} problem{'s' * (count != 1)}" if count else "OK"
     print(f"{len(check.records)} snapshots, {check.files} files: {verdict}")
-    return 1 if check.problems else 0
+    return 1 if problems else 0
+
+
+def _unfinished(mirror: str) -> list[str]:
+    """The mirror's lock, if a fetch holds it or died holding it: what it wrote so far may be
+    consistent, but the fetch asked for is not done."""
+    from p3data import fs
+    from p3data.cache.lock import describe_lock
+    from p3data.format.layout import LOCK
+
+    path = fs.join(mirror, LOCK)
+    try:
+        held = describe_lock(fs.read_bytes(path))
+    except FileNotFoundError:
+        return []
+    return [f"{path}: {held}: a fetch is writing this mirror, or died before it ended; once "
+            "none runs, rerun it (--force takes over a dead run's lock)"]
 
 
 def register(commands: argparse._SubParsersAction) -> None:
