@@ -140,6 +140,15 @@ def files_in(folder: str) -> list[str]:
     return sorted(name_of(entry["name"]) for entry in entries if entry["type"] == "file")
 
 
+def names_in(folder: str) -> list[str]:
+    """Names of the files and folders directly inside `folder`; none if it is not a folder."""
+    filesystem, local = resolve(folder)
+    try:
+        return sorted(name_of(entry) for entry in filesystem.ls(local, detail=False))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 def walk_files(root: str) -> list[str]:
     """Every file under `root`, at any depth, as full paths, sorted."""
     filesystem, local = resolve(root)
@@ -147,10 +156,10 @@ def walk_files(root: str) -> list[str]:
 
 
 def delete(paths: list[str]) -> None:
-    """Delete files (those already gone are fine)."""
+    """Delete files (those already gone, or under a file, are fine)."""
     for path in paths:
         filesystem, local = resolve(path)
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             filesystem.rm(local)
 
 

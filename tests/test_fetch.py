@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import uuid
 from datetime import datetime
 from pathlib import Path
@@ -18,75 +17,35 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.cache import tree
 from helpers.hub import (
+    COPA_COMMIT,
     TREC_ROWS,
-    catalog_entry,
     catalog_path,
-    class_label,
-    trec_entry,
-    value,
-    write_parquet,
-    write_trec_export,
+    copa_rows,
+    fetch,
+    offline_hub,
+    read_all,
+    status_of,
 )
 
 from p3data import __version__, fs
 from p3data.cache.verify import verify_task
 from p3data.cli import main
-from p3data.datasets.catalog import ENV_CATALOG, Catalog, DatasetEntry
+from p3data.datasets.catalog import Catalog
 from p3data.datasets.fetch import arrow_schema, snapshot
-from p3data.datasets.hub import ENV_HUB_ROOT, HubStore
-from p3data.datasets.rows import read_jsonl
-from p3data.datasets.samples import SAMPLES_DIR, generate_rows
+from p3data.datasets.hub import HubStore
+from p3data.datasets.samples import generate_rows
 from p3data.datasets.snapshot import SNAPSHOT, FileRecord, read_snapshot
-from p3data.datasets.stores import ENV_DATA_DIR, MirrorStore
+from p3data.datasets.stores import MirrorStore
 from p3data.format import layout
 from p3data.vocab import SAMPLE_VOCAB
 
-COPA_COMMIT = "3de24cf8022e94f4ee4b9d55a6f539891524d646"  # as the shipped catalog pins it
-COPA_FEATURES = {"premise": value("string"), "choice1": value("string"),
-                 "choice2": value("string"), "question": value("string"),
-                 "idx": value("int32"), "label": class_label(["choice1", "choice2"])}
 TASKS = ["trec_what_category_best_describe", "super_glue_copa_exercise",
          "super_glue_copa_choose"]
 
 
-def copa_rows(split: str) -> list[dict]:
-    return read_jsonl(SAMPLES_DIR / "super_glue" / "copa" / f"{split}.jsonl")
-
-
-def write_copa_export(hub_root: Path) -> None:
-    """COPA's sample rows where the shipped catalog pins them: a commit of aps/super_glue,
-    in row groups of 4 rows."""
-    for split in ("train", "validation", "test"):
-        rows = copa_rows(split)
-        columns = {name: [row[name] for row in rows] for name in COPA_FEATURES}
-        columns["idx"] = pa.array(columns["idx"], pa.int32())
-        write_parquet(hub_root / "aps" / "super_glue" / COPA_COMMIT / "copa"
-                      / f"{split}-00000-of-00001.parquet", columns, COPA_FEATURES,
-                      row_group_size=4)
-
-
 @pytest.fixture
 def hub(tmp_path, monkeypatch) -> SimpleNamespace:
-    """An offline Hub holding trec's export and COPA's pinned files, and a catalog pointing
-    at them (the shipped entries, sized to these rows): `configure` rewrites trec's entry."""
-    root = tmp_path / "hub"
-    write_trec_export(root)
-    write_copa_export(root)
-    shipped = Catalog.load().get("super_glue", "copa")
-    copa = catalog_entry(tmp_path, {"repo": shipped.hub.repo, "revision": shipped.hub.revision,
-                                    "files": {s: list(g) for s, g in shipped.hub.files.items()}},
-                         dataset="super_glue", subset="copa", features=shipped.features,
-                         splits={s: len(copa_rows(s)) for s in shipped.splits})
-
-    def configure(**trec_hub_options) -> DatasetEntry:
-        return trec_entry(tmp_path, **trec_hub_options)
-
-    trec = configure()
-    monkeypatch.setenv(ENV_CATALOG, os.pathsep.join(
-        str(catalog_path(tmp_path, *key)) for key in (("trec",), ("super_glue", "copa"))))
-    monkeypatch.delenv(ENV_DATA_DIR, raising=False)
-    monkeypatch.delenv(ENV_HUB_ROOT, raising=False)
-    return SimpleNamespace(root=str(root), trec=trec, copa=copa, configure=configure)
+    return offline_hub(tmp_path, monkeypatch)
 
 
 @pytest.fixture(params=["local", "memory"])
@@ -95,22 +54,6 @@ def mirror(request, tmp_path) -> str:
             else f"memory://mirror-{uuid.uuid4().hex}")
     yield root
     fs.delete_tree(root)
-
-
-def fetch(capsys, *args: str) -> tuple[int, list[str]]:
-    """`p3data fetch ARGS`: the exit code and the lines printed."""
-    code = main(["fetch", *args])
-    return code, capsys.readouterr().out.splitlines()
-
-
-def status_of(lines: list[str], dataset: str) -> str:
-    """A dataset's status in the summary table (its last column)."""
-    (line,) = [line for line in lines if line.split(" ", 1)[0] == dataset]
-    return line.split("  ")[-1].strip()
-
-
-def read_all(store, split: str) -> list[dict]:
-    return [row for shard in store.list_shards(split) for row in store.read(split, shard)]
 
 
 def files_with_stamps(root: str) -> dict[str, tuple[bytes, object]]:
@@ -182,21 +125,26 @@ def test_verify_names_a_changed_file_and_one_the_record_does_not_know(hub, tmp_p
     changed.write_bytes(bytes(data))
     code, lines = fetch(capsys, "--verify", mirror)
     assert (code, lines) == (1, [
-        f"{changed}: sha256 differs from the snapshot record (the file changed)",
+        f"{changed}: sha256 differs from the snapshot record (the file changed); fetch it "
+        f"again: p3data fetch super_glue/copa --to {mirror}",
         "2 snapshots, 5 files: FAILED: 1 problem"])
 
-    (tmp_path / "mirror" / "trec" / "test.jsonl").write_text('{"text": "stray"}\n')
+    stray = tmp_path / "mirror" / "trec" / "test.jsonl"
+    stray.write_text('{"text": "stray"}\n')
     code, lines = fetch(capsys, "--verify", mirror)
     assert code == 1
-    assert lines[1] == (f"{mirror}/trec/test.jsonl: not in {mirror}/trec/{SNAPSHOT}, yet "
-                        "--data-dir reads it too: delete it, or fetch the dataset again with "
-                        "--force")
+    assert lines[1] == (f"{stray}: not in {mirror}/trec/{SNAPSHOT}, yet --data-dir reads it "
+                        "too: move it out of the mirror")
 
     code, lines = fetch(capsys, "trec", "super_glue/copa", "--to", mirror, "--hub-root",
-                        hub.root)  # a rerun refetches what does not match its record
-    assert code == 0
-    assert status_of(lines, "trec") == status_of(lines, "super_glue/copa") == "fetched"
-    assert not (tmp_path / "mirror" / "trec" / "test.jsonl").exists()
+                        hub.root)  # a rerun refetches what does not match its record...
+    assert code == 1
+    assert status_of(lines, "super_glue/copa") == "fetched"
+    assert status_of(lines, "trec").startswith(f"failed: trec/test: {stray}: rows p3data did "
+                                               "not fetch")  # ...but never replaces rows
+    stray.unlink()  # it did not write
+    code, lines = fetch(capsys, "trec", "--to", mirror, "--hub-root", hub.root)
+    assert (code, status_of(lines, "trec")) == (0, "already verified")
     assert fetch(capsys, "--verify", mirror)[0] == 0
 
 

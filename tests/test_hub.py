@@ -156,7 +156,12 @@ def test_a_partial_export_is_refused_whatever_its_size(tmp_path, hub_root):
      "no column 'label' in the files (they have sentence, idx, extra); declare a column rename"),
     (toy_columns(0, 5), None, "label: int64 != catalog class_label [no, yes]"),
     (toy_columns(0, 4), TOY_HUB_FEATURES, "4 rows in default/train/*.parquet != catalog 5"),
-], ids=["type", "label-names", "missing-column", "no-class-names", "short-split"])
+    ({**toy_columns(0, 5), "idx": [0.0, 1.0, 2.0, 3.0, 6.5], "label": [0, 1, 0.7, 1, 0]},
+     TOY_HUB_FEATURES, "idx: the files hold float64 where their metadata declares int32; "
+                       "label: the files hold float64 where their metadata declares "
+                       "class_label [no, yes]"),
+], ids=["type", "label-names", "missing-column", "no-class-names", "short-split",
+        "floats-under-int-metadata"])
 def test_undeclared_drift_is_one_line_naming_dataset_split_and_difference(
         tmp_path, hub_root, *, columns, features, expected):
     write_parquet(hub_root / "acme" / "toy" / EXPORT / "default" / "train" / "0000.parquet",

@@ -4,6 +4,7 @@ parquet splits read by row groups: the cache is the same whatever the rows' form
 from __future__ import annotations
 
 import hashlib
+import json
 import pickle
 import shutil
 import uuid
@@ -18,7 +19,7 @@ from helpers.cache import run_cache, tree
 from p3data import fs
 from p3data.cli import main
 from p3data.datasets.catalog import Catalog, DatasetEntry
-from p3data.datasets.errors import DataNotFoundError, RowFileError
+from p3data.datasets.errors import DataNotFoundError, RowFileError, SourceError
 from p3data.datasets.parquet import ParquetRows
 from p3data.datasets.rows import read_jsonl
 from p3data.datasets.samples import SAMPLES_DIR
@@ -179,3 +180,42 @@ def test_rows_inside_row_groups_are_read_exactly(tmp_path):
     path.rename(tmp_path / "toy" / "train.parquet")
     shard = Shard("train.parquet[5:15]", 5, 15, path=str(tmp_path / "toy" / "train.parquet"))
     assert [r["n"] for r in store.read("train", shard)] == list(range(5, 15))
+
+
+def write_rows(path: Path, rows: list[dict]) -> None:
+    if path.suffix == ".parquet":
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    else:
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+@pytest.mark.parametrize("names", [
+    ["train.jsonl", "train.parquet"],
+    ["train-00000-of-00001.jsonl", "train.jsonl"],
+    ["train-00000-of-00003.jsonl", "train-00002-of-00003.jsonl"],
+    ["train-00000-of-00002.jsonl", "train-00001-of-00002.parquet"],
+], ids=["two-formats", "a-copy", "a-set-missing-one", "a-set-of-two-formats"])
+def test_a_hand_made_mirror_reading_a_split_ambiguously_is_refused(tmp_path, catalog_copa,
+                                                                   names):
+    folder = tmp_path / "super_glue" / "copa"
+    folder.mkdir(parents=True)
+    for name in names:
+        write_rows(folder / name, read_jsonl(COPA / "train.jsonl"))
+    with pytest.raises(SourceError) as info:
+        MirrorStore(tmp_path, catalog_copa).list_shards("train")
+    assert str(info.value) == (
+        f"super_glue/copa/train: {folder}: train would be read from {', '.join(names)}; a "
+        "split is one train.jsonl or train.parquet, or every file of one "
+        "train-NNNNN-of-MMMMM set: move the others out of the mirror")
+
+
+def test_a_hand_made_split_in_a_set_of_files_is_read_in_order(tmp_path, catalog_copa):
+    """No snapshot record: any number of rows is served (fewer than the catalog's here)."""
+    folder = tmp_path / "super_glue" / "copa"
+    folder.mkdir(parents=True)
+    rows = read_jsonl(COPA / "train.jsonl")
+    write_rows(folder / "train-00001-of-00002.jsonl", rows[4:])
+    write_rows(folder / "train-00000-of-00002.jsonl", rows[:4])
+    store = MirrorStore(tmp_path, catalog_copa)
+    assert [row for s in store.list_shards("train") for row in store.read("train", s)] == rows
+    assert len(rows) < catalog_copa.splits["train"]

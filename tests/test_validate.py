@@ -136,3 +136,53 @@ def test_bundled_samples(capsys):
                 if line.startswith("imdb_Negation_template_for_positive_and_negative "))
     read, kept, _, _, off_choices = line.split()[2:7]
     assert read == kept == off_choices != "0"
+
+
+def test_an_empty_rows_file_fails(fixture_tasks, capsys):
+    empty = fixture_tasks / "super_glue" / "copa" / "train.jsonl"
+    empty.write_text("")
+    assert main(["validate", "--tasks", TASKS, "--data-dir", str(fixture_tasks)]) == 1
+    out, err = capsys.readouterr()
+    why = f"no rows in {empty} (the catalog lists 400)"
+    assert f"super_glue_copa_fixture_labelled: not validated: super_glue/copa train: {why}" in (
+        out.splitlines())
+    assert f"fail: super_glue_copa_fixture_labelled (train): super_glue/copa train: {why}" in (
+        err.splitlines())
+
+
+@pytest.mark.parametrize("where", ["file", "missing"])
+def test_a_data_dir_that_is_no_folder_is_one_line(tmp_path, capsys, where):
+    path = tmp_path / "rows.jsonl"
+    if where == "file":
+        path.write_text("{}\n")
+    assert main(["validate", "--tasks", "super_glue_copa_exercise", "--data-dir", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"p3data: error: data folder {path} "
+                   + ("is a file, not a folder" if where == "file" else "does not exist")
+                   + " (--data-dir, --samples)"]
+
+
+def test_an_unrelated_folder_fails_every_task_saying_where_rows_were_expected(tmp_path, capsys):
+    (tmp_path / "README.md").write_text("mine")
+    assert main(["validate", "--tasks", "super_glue_copa_exercise", "--data-dir",
+                 str(tmp_path)]) == 1
+    out, _ = capsys.readouterr()
+    assert (f"super_glue_copa_exercise: not validated: super_glue/copa: no rows for split "
+            f"'train' in the mirror; expected {tmp_path}/super_glue/copa/train.parquet") in out
+    assert [path.name for path in tmp_path.iterdir()] == ["README.md"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--max-rows", "0"], "--max-rows: expected a whole number above 0, not '0'"),
+    (["--lengths", "0,5"], "--lengths: lengths must be positive, not '0,5'"),
+    (["--max-drop-rate", "2"], "--max-drop-rate: expected a rate between 0 and 1, not '2'"),
+    (["--tasks", "("], "a task pattern is not a regular expression"),
+])
+def test_bad_values_are_one_line_and_exit_2(capsys, args, message):
+    try:
+        code = main(["validate", "--samples", *args])
+    except SystemExit as exit:  # argparse's own errors
+        code = exit.code
+    assert code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) <= 2 and message in lines[-1]  # argparse adds a usage line

@@ -7,22 +7,30 @@ Each dataset's catalog splits are read from the parquet files the catalog pins o
 under --hub-root), checked against the catalog (a drifted, partial, missing or script-only
 dataset fails with the reason), and written as parquet to MIRROR/<dataset>[/<subset>]/ with
 snapshot.json, written last, recording what was read and written. MIRROR is a folder or any
-fsspec URL (gs://, s3://). A rerun skips datasets whose snapshot is intact (--force fetches
-them again); one dataset's failure does not stop the others; exit 1 if any failed.
---verify re-checks every snapshot of a mirror against its record: exit 1 on any problem.
+fsspec URL (gs://, s3://): a new or empty folder, or a mirror (a folder of catalog datasets'
+folders; anything else there is refused). The run holds MIRROR/.p3data-lock: a second fetch
+into the same mirror is refused, naming the first. A rerun skips datasets whose snapshot is
+intact (--force fetches them again, and takes over the lock of a run that died); one
+dataset's failure does not stop the others; exit 1 if any failed. Rows p3data did not write
+in a dataset's folder are never replaced: that dataset fails instead.
+--verify re-checks every snapshot of a mirror against its record, and finds files of a
+fetch that died before its record, and a fetch's lock (one runs, or one died): exit 1 on any
+problem.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from p3data.commands.extras import require
 from p3data.commands.options import add_hub_option
+from p3data.datasets.hub import ENV_HUB_ROOT
 from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
@@ -79,16 +87,58 @@ class Progress:
 
 def run(args: argparse.Namespace) -> int:
     require("huggingface_hub", "pyarrow")
-    if args.verify:
+    if args.verify is not None:
         if args.datasets or args.mixture or args.tasks:
             raise P3DataError("--verify checks a whole mirror: name no datasets, mixtures or "
                               "tasks with it")
-        return verify(args.verify.rstrip("/") or args.verify)
+        return verify(_folder(args.verify, "--verify"))
     from p3data.datasets.catalog import Catalog
 
-    entries = selection(Catalog.load(), args.datasets, args.mixture, args.tasks)
-    return fetch(entries, args.to.rstrip("/") or args.to, hub_root=args.hub_root,
-                 force=args.force)
+    catalog = Catalog.load()
+    entries = selection(catalog, args.datasets, args.mixture, args.tasks)
+    mirror = _folder(args.to, "--to")
+    hub_root = _hub_root(args.hub_root)
+    check_target(mirror, {entry.dataset for entry in catalog})
+    return fetch(entries, mirror, hub_root=hub_root, force=args.force)
+
+
+def _folder(path: str, option: str) -> str:
+    """A folder given on the command line, without a trailing slash."""
+    if not path.strip():
+        raise P3DataError(f"{option} names no folder")
+    return path.rstrip("/") or path
+
+
+def _hub_root(given: str | None) -> str | None:
+    """--hub-root, else $P3DATA_HUB_ROOT, else None (the Hub itself); one that is no folder
+    is refused once, here, rather than by every dataset."""
+    from p3data import fs
+
+    root = given or os.environ.get(ENV_HUB_ROOT) or None
+    if root and not fs.is_dir(root):
+        raise P3DataError(f"{root}: no such Hub root folder; name a copy of the Hub laid out "
+                          f"as <owner>/<name>/<revision>/<path> (--hub-root, ${ENV_HUB_ROOT})")
+    return root
+
+
+def check_target(mirror: str, datasets: Collection[str]) -> None:
+    """Refuse a `--to` that is a file, or a folder holding anything but datasets' folders (and
+    p3data's lock and temporaries): fetch writes only in dataset folders, and a folder of
+    other things is a mistyped path more likely than a mirror."""
+    from p3data import fs
+    from p3data.format.layout import LOCK
+
+    if not fs.is_dir(mirror):
+        if fs.exists(mirror):
+            raise P3DataError(f"{mirror}: a file, not a mirror folder; choose an empty folder, "
+                              "or a mirror p3data fetch wrote")
+        return
+    others = [name for name in fs.names_in(mirror) if name not in datasets and name != LOCK
+              and not name.startswith(fs.TEMP_PREFIX)]
+    if others:
+        raise P3DataError(f"{mirror}: not a mirror (it holds {', '.join(others)}, which are no "
+                          "catalog dataset's folders); choose an empty folder, or a mirror "
+                          "p3data fetch wrote")
 
 
 def selection(catalog: Catalog, names: Sequence[str], mixtures: Sequence[str],
@@ -113,21 +163,25 @@ def selection(catalog: Catalog, names: Sequence[str], mixtures: Sequence[str],
 
 def fetch(entries: Sequence[DatasetEntry], mirror: str, *, hub_root: str | None,
           force: bool) -> int:
-    """Snapshot every entry into `mirror` under a progress bar; print the summary."""
+    """Snapshot every entry into `mirror` under a progress bar, holding the mirror's lock
+    (`force` takes over the lock of a run that died); print the summary."""
     from p3data import fs
+    from p3data.cache.lock import output_lock
     from p3data.tables import text_table
 
     asked = {entry.key: 0 if entry.manual_download else sum(entry.splits.values())
              for entry in entries}
-    progress = Progress(sum(asked.values()))
     outcomes = []
-    with progress.bar:
-        for entry in entries:
-            progress.bar.set_description(entry.name)
-            before = progress.rows
-            outcomes.append(_fetch_one(entry, mirror, hub_root=hub_root, force=force,
-                                       progress=progress))
-            progress.unwritten(asked[entry.key] - (progress.rows - before))
+    with output_lock(mirror, force=force):
+        fs.sweep_temporaries(mirror)  # only now: a live run's temporaries are its own
+        progress = Progress(sum(asked.values()))
+        with progress.bar:
+            for entry in entries:
+                progress.bar.set_description(entry.name)
+                before = progress.rows
+                outcomes.append(_fetch_one(entry, mirror, hub_root=hub_root, force=force,
+                                           progress=progress))
+                progress.unwritten(asked[entry.key] - (progress.rows - before))
     print(text_table(["dataset", "splits", "rows", "bytes", "status"], [
         [o.dataset, o.splits, o.rows, o.size, o.status] for o in outcomes]))
     counts = Counter(outcome.kind for outcome in outcomes)
@@ -162,15 +216,32 @@ def _fetch_one(entry: DatasetEntry, mirror: str, *, hub_root: str | None, force:
 
 def verify(mirror: str) -> int:
     """Check every snapshot of `mirror`: one line per problem, then a summary."""
-    from p3data.datasets.fetch import verify_mirror
+    from p3data.datasets.mirror_check import verify_mirror
 
     check = verify_mirror(mirror)
-    for line in check.problems:
+    problems = [*_unfinished(mirror), *check.problems]
+    for line in problems:
         print(line)
-    count = len(check.problems)
+    count = len(problems)
     verdict = f"FAILED: {count} problem{'s' * (count != 1)}" if count else "OK"
     print(f"{len(check.records)} snapshots, {check.files} files: {verdict}")
-    return 1 if check.problems else 0
+    return 1 if problems else 0
+
+
+def _unfinished(mirror: str) -> list[str]:
+    """The mirror's lock, if a fetch holds it or died holding it: what it wrote so far may be
+    consistent, but the fetch asked for is not done."""
+    from p3data import fs
+    from p3data.cache.lock import describe_lock
+    from p3data.format.layout import LOCK
+
+    path = fs.join(mirror, LOCK)
+    try:
+        held = describe_lock(fs.read_bytes(path))
+    except FileNotFoundError:
+        return []
+    return [f"{path}: {held}: a fetch is writing this mirror, or died before it ended; once "
+            "none runs, rerun it (--force takes over a dead run's lock)"]
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -190,5 +261,6 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="check every snapshot of MIRROR against its record instead")
     add_hub_option(parser)
     parser.add_argument("--force", action="store_true",
-                        help="fetch datasets again even when their snapshot is intact")
+                        help="fetch datasets again even when their snapshot is intact, and "
+                             "take over the mirror's lock from a run that died")
     parser.set_defaults(run=run)

@@ -4,7 +4,9 @@ Rows read from the Hub today are not always the rows T0 read: columns were renam
 labels reordered, configs exported side by side, big splits exported in part. Before any row
 of a split is read, its parquet footers are compared with the catalog entry: columns and types
 after the declared renames (in the catalog's type language), ClassLabel names after the
-declared label map, and the number of rows, which must equal the catalog's split size. Any
+declared label map, and the number of rows, which must equal the catalog's split size. A
+column's `datasets` metadata is believed only when the column holds what it declares (floats
+under int metadata would be cut to integers by a cast). Any
 difference the catalog does not declare fails the split with one line; the differences it
 accepts (`hub.drift`) are shown to users and recorded in manifests instead.
 """
@@ -60,10 +62,17 @@ def class_names(schema: pa.Schema, column: str) -> list[str] | None:
 
 def _schema_problems(entry: DatasetEntry, schema: pa.Schema) -> Iterator[str]:
     hub = entry.hub
-    declared = hub_features(schema)
-    found = {hub.columns.get(name, name): (
-        _from_hub(declared[name]) if declared and name in declared
-        else _from_arrow(schema.field(name).type)) for name in schema.names}
+    declared = hub_features(schema) or {}
+    found = {hub.columns.get(name, name): _from_arrow(schema.field(name).type)
+             for name in schema.names}
+    for name in schema.names:  # the metadata names classes, if the column holds what it says
+        column = hub.columns.get(name, name)
+        if name in declared and column in entry.features:
+            said = _from_hub(declared[name])
+            if not _conforms(found[column], _stored_as(said)):
+                yield (f"{column}: the files hold {_show(found[column])} where their metadata "
+                       f"declares {_show(said)}")
+            found[column] = said
     missing = [name for name in entry.features if name not in found]
     if missing:
         yield (f"no column {', '.join(map(repr, missing))} in the files (they have "
@@ -97,8 +106,6 @@ def _is_class_label(kind: Any) -> bool:
     return isinstance(kind, dict) and list(kind) == ["class_label"]
 
 
-
-
 def _from_hub(spec: Any) -> Any:
     """A `datasets` feature (as its JSON in parquet metadata) in the catalog's language;
     kinds the catalog cannot express stay their `datasets` names, which match nothing."""
@@ -120,11 +127,23 @@ def _from_hub(spec: Any) -> Any:
     return spec["_type"]
 
 
+def _stored_as(kind: Any) -> Any:
+    """The Arrow type (in the catalog's language) that `datasets` stores a feature as: class
+    ids as int64, anything else as itself."""
+    if _is_class_label(kind):
+        return "int64"
+    if isinstance(kind, dict):
+        return {name: _stored_as(sub) for name, sub in kind.items()}
+    return kind
+
+
 def _from_arrow(kind: pa.DataType) -> Any:
-    """An Arrow type (a file written without `datasets` features) in the catalog's language."""
+    """An Arrow type (what a file holds, whatever its metadata says) in the catalog's
+    language."""
     import pyarrow as pa
 
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)
+            or pa.types.is_fixed_size_list(kind)):
         return {"list": _from_arrow(kind.value_type)}
     if pa.types.is_struct(kind):
         return {field.name: _from_arrow(field.type) for field in kind}

@@ -24,6 +24,10 @@ class RowFileError(SourceError):
     """A file of rows exists but cannot be read or decoded."""
 
 
+class MirrorError(SourceError):
+    """A mirror's files for a split are not what its snapshot record, or its layout, says."""
+
+
 def one_line(err: BaseException) -> str:
     """A library's message on one line (Arrow and `datasets` messages may span several)."""
     return " ".join(str(err).split())

@@ -8,7 +8,13 @@ split, in row groups of ROW_GROUP_ROWS rows so the split shards without rescanni
 files, written last, `snapshot.json` records what was read and written: the repository, the
 revision asked and the commit read, the source files, each written file's size, sha256 and
 rows, the checked schema and the declared drifts. A snapshot whose files match their record is
-skipped by a rerun and passes `verify_snapshot`.
+skipped by a rerun and passes `mirror_check.verify_snapshot`.
+
+Every value is written as the Hub's file holds it or not at all: columns are cast to the
+catalog's types safely (a 0.7 is never cut to 0). A fetch replaces only files p3data wrote
+(listed in the dataset's record, or marked in their footers, `snapshot.FETCHED`): rows someone
+else put in a dataset's folder fail that dataset instead. Its caller holds the mirror's lock
+(`p3data fetch` does), and only that caller sweeps temporaries.
 """
 
 from __future__ import annotations
@@ -24,19 +30,21 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from p3data import __version__, fs
-from p3data.batching import batched
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.errors import DataNotFoundError, SourceError, one_line
 from p3data.datasets.hub import HubStore
+from p3data.datasets.mirror_check import verify_snapshot
 from p3data.datasets.parquet import ParquetRows, with_retries
 from p3data.datasets.schema import stored_form
 from p3data.datasets.shards import Shard
 from p3data.datasets.snapshot import (
+    FETCHED,
     SNAPSHOT,
     FileRecord,
     SnapshotError,
     SnapshotRecord,
     SplitSnapshot,
+    fetched_dataset,
     read_snapshot,
 )
 from p3data.datasets.stores import MirrorStore
@@ -68,7 +76,7 @@ def snapshot(entry: DatasetEntry, mirror: str, *, hub_root: str | None = None,
              file_bytes: int = FILE_BYTES, on_rows: RowsWritten | None = None) -> Snapshot:
     """Snapshot `entry` from the Hub (or `hub_root`) into `mirror`, unless the mirror already
     holds an intact snapshot of what the catalog asks for (`force`: fetch it anyway).
-    `on_rows` hears of every row group written."""
+    `on_rows` hears of every row group written. The caller holds the mirror's lock."""
     folder = entry.key.folder(mirror)
     if not force and (kept := _intact_snapshot(entry, mirror)):
         return Snapshot(kept, fetched=False)
@@ -78,8 +86,8 @@ def snapshot(entry: DatasetEntry, mirror: str, *, hub_root: str | None = None,
         pinned = dataclasses.replace(entry.hub, revision=commit)
         store = HubStore(dataclasses.replace(entry, hub=pinned))
     shards = {split: store.list_shards(split) for split in entry.splits}  # checks every split
+    _refuse_foreign_rows(entry, mirror)
     fs.delete([fs.join(folder, SNAPSHOT)])
-    fs.sweep_temporaries(folder)
     writer = _SplitWriter(store, mirror, row_group_rows=row_group_rows, file_bytes=file_bytes,
                           on_rows=on_rows or (lambda rows, size: None))
     splits = {split: writer.write(split, split_shards) for split, split_shards in shards.items()}
@@ -108,6 +116,37 @@ def _intact_snapshot(entry: DatasetEntry, mirror: str) -> SnapshotRecord | None:
     if record is None or not record.asks_for(entry) or verify_snapshot(mirror, record):
         return None
     return record
+
+
+def _refuse_foreign_rows(entry: DatasetEntry, mirror: str) -> None:
+    """Fail the dataset if its folder is a file, or serves rows p3data did not write: a fetch
+    would replace or delete them (or leave them served beside its own)."""
+    store = MirrorStore(mirror, entry)
+    if fs.exists(store.folder) and not fs.is_dir(store.folder):
+        raise SnapshotError(f"{entry.name}: {store.folder} is a file, where the dataset's "
+                            "folder goes: move it out of the mirror, then fetch again")
+    try:
+        record = store.record
+    except SnapshotError:
+        record = None
+    splits = record.splits.values() if record else ()
+    recorded = {name for split in splits for name in split.files}
+    for split in entry.splits:
+        for path in store.served(split):
+            if fs.name_of(path) not in recorded and not _written_by_fetch(path):
+                raise SnapshotError(
+                    f"{entry.name}/{split}: {path}: rows p3data did not fetch, which --data-dir "
+                    "would read with the fetched ones: move it out of the mirror, then fetch "
+                    "again")
+
+
+def _written_by_fetch(path: str) -> bool:
+    if not path.endswith(".parquet"):
+        return False
+    try:
+        return fetched_dataset(ParquetRows(path).metadata().metadata) is not None
+    except SourceError:  # unreadable: not a file fetch wrote (it writes whole files only)
+        return False
 
 
 def resolve_commit(entry: DatasetEntry, hub_root: str | None) -> tuple[str, bool]:
@@ -165,7 +204,8 @@ class _SplitWriter:
                  on_rows: RowsWritten):
         self.store, self.entry = store, store.entry
         self.mirror = MirrorStore(mirror, store.entry)
-        self.schema = arrow_schema(store.entry.features)
+        self.schema = arrow_schema(store.entry.features).with_metadata(
+            {FETCHED: store.entry.name.encode()})
         self.row_group_rows, self.file_bytes, self.on_rows = row_group_rows, file_bytes, on_rows
 
     def write(self, split: str, shards: list[Shard]) -> SplitSnapshot:
@@ -177,45 +217,73 @@ class _SplitWriter:
         per_file = -(-max(rows, 1) // count)
         per_file = -(-per_file // self.row_group_rows) * self.row_group_rows
         count = max(1, -(-rows // per_file))
-        read = (row for shard in shards for row in self.store.read(split, shard))
+        groups = _row_groups(self._tables(split, shards), self.row_group_rows)
         files = {}
         for number in range(count):
             name = (f"{split}.parquet" if count == 1
                     else f"{split}-{number:05d}-of-{count:05d}.parquet")
-            files[name] = self._write_file(
-                fs.join(self.mirror.folder, name), islice(read, per_file),
-                about=f"{self.entry.name}/{split}", first=number * per_file)
+            files[name] = self._write_file(fs.join(self.mirror.folder, name),
+                                           islice(groups, per_file // self.row_group_rows))
         written = sum(record.rows for record in files.values())
         if written != rows:
             raise SourceError(f"{self.entry.name}/{split}: read {written:,} rows where the "
                               f"files' footers say {rows:,} (did they change while read?)")
-        fs.delete([path for path in self.mirror.files(split) if fs.name_of(path) not in files])
+        fs.delete([path for path in self.mirror.served(split)
+                   if fs.name_of(path) not in files])
         return SplitSnapshot(rows, source_files, files)
 
-    def _write_file(self, path: str, rows: Iterable[dict[str, Any]], *, about: str,
-                    first: int) -> FileRecord:
-        """One file of rows, the first of them row `first` of the split."""
+    def _tables(self, split: str, shards: list[Shard]) -> Iterator[pa.Table]:
+        """The split's rows in the mirror's schema: every column cast safely, so a value the
+        catalog's type cannot hold exactly fails the split (never 0.7 cut to 0)."""
         import pyarrow as pa
+
+        start = 0
+        for shard in shards:
+            for table in self.store.tables(split, shard):
+                columns = []
+                for field in self.schema:
+                    try:
+                        columns.append(table[field.name].cast(field.type, safe=True))
+                    except (KeyError, pa.ArrowException) as err:
+                        raise SourceError(
+                            f"{self.entry.name}/{split}: rows {start:,} to "
+                            f"{start + table.num_rows - 1:,} do not fit the catalog's schema: "
+                            f"{field.name}: {one_line(err)}") from err
+                yield pa.Table.from_arrays(columns, schema=self.schema)
+                start += table.num_rows
+
+    def _write_file(self, path: str, groups: Iterable[pa.Table]) -> FileRecord:
+        """One file of row groups."""
         import pyarrow.parquet as pq
 
         written = reported = 0
         with _writing(path), fs.atomic_writer(path) as handle:
             sink = _Digesting(handle)
             with pq.ParquetWriter(sink, self.schema) as writer:
-                for batch in batched(rows, self.row_group_rows):
-                    try:
-                        table = pa.Table.from_pylist(batch, schema=self.schema)
-                    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
-                        start = first + written
-                        raise SourceError(
-                            f"{about}: rows {start:,} to {start + len(batch) - 1:,} do not fit "
-                            f"the catalog's schema: {one_line(err)}") from err
-                    writer.write_table(table, row_group_size=self.row_group_rows)
-                    written += len(batch)
-                    self.on_rows(len(batch), sink.size - reported)
+                for group in groups:
+                    writer.write_table(group, row_group_size=self.row_group_rows)
+                    written += group.num_rows
+                    self.on_rows(group.num_rows, sink.size - reported)
                     reported = sink.size
         self.on_rows(0, sink.size - reported)  # the footer
         return FileRecord(sink.size, sink.sha256.hexdigest(), written)
+
+
+def _row_groups(tables: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """The tables' rows again, in tables of `rows` rows (the last one fewer)."""
+    import pyarrow as pa
+
+    pending: list[pa.Table] = []
+    held = 0
+    for table in tables:
+        pending.append(table)
+        held += table.num_rows
+        while held >= rows:
+            whole = pa.concat_tables(pending)
+            yield whole.slice(0, rows)
+            pending, held = [whole.slice(rows)], held - rows
+    if held:
+        yield pa.concat_tables(pending)
 
 
 class _Digesting:
@@ -252,87 +320,3 @@ def _writing(path: str) -> Iterator[None]:
         yield
     except OSError as err:
         raise SnapshotError(f"{path}: cannot write it ({err.strerror or one_line(err)})") from err
-
-
-def verify_snapshot(mirror: str, record: SnapshotRecord) -> list[str]:
-    """Problems of one dataset's snapshot in `mirror`, one line each (none: the files the
-    mirror serves for it are those recorded, intact)."""
-    store = MirrorStore(mirror, DatasetEntry(
-        record.dataset, record.subset, {split: s.rows for split, s in record.splits.items()},
-        record.features))
-    record_path = fs.join(store.folder, SNAPSHOT)
-    problems = []
-    for split, recorded in record.splits.items():
-        try:
-            served = {fs.name_of(path) for path in store.files(split)}
-        except DataNotFoundError:
-            served = set()
-        problems += [f"{fs.join(store.folder, name)}: not in {record_path}, yet --data-dir "
-                     "reads it too: delete it, or fetch the dataset again with --force"
-                     for name in sorted(served - set(recorded.files))]
-        for name, file in recorded.files.items():
-            path = fs.join(store.folder, name)
-            problem = (_file_problem(path, file, f"{record.key} {split}") if name in served
-                       else f"{path}: missing ({record_path} records it)")
-            if problem:
-                problems.append(problem)
-    return problems
-
-
-def _file_problem(path: str, recorded: FileRecord, about: str) -> str | None:
-    """What is wrong with one written file: its size, its sha256 or its footer's rows."""
-    size = fs.size(path)
-    if size != recorded.size:
-        return f"{path}: {size:,} bytes, the snapshot record says {recorded.size:,}"
-    digest = hashlib.sha256()
-    with fs.open_read(path) as handle:
-        while block := handle.read(1 << 22):
-            digest.update(block)
-    if digest.hexdigest() != recorded.sha256:
-        return f"{path}: sha256 differs from the snapshot record (the file changed)"
-    try:
-        rows = ParquetRows(path, about).metadata().num_rows
-    except SourceError as err:
-        return str(err)
-    if rows != recorded.rows:
-        return f"{path}: {rows:,} rows in its footer, the snapshot record says {recorded.rows:,}"
-    return None
-
-
-@dataclass
-class MirrorCheck:
-    """What `verify_mirror` found: the snapshots checked and one line per problem."""
-
-    records: list[SnapshotRecord] = dataclasses.field(default_factory=list)
-    problems: list[str] = dataclasses.field(default_factory=list)
-
-    @property
-    def files(self) -> int:
-        return sum(len(split.files) for record in self.records
-                   for split in record.splits.values())
-
-
-def verify_mirror(mirror: str) -> MirrorCheck:
-    """Check every snapshot in `mirror` against its record."""
-    if not fs.is_dir(mirror):
-        raise SnapshotError(f"{mirror}: no such mirror folder; fill one with p3data fetch "
-                            f"--to {mirror}")
-    check = MirrorCheck()
-    paths = [path for path in fs.walk_files(mirror) if fs.name_of(path) == SNAPSHOT]
-    if not paths:
-        check.problems.append(f"{mirror}: no {SNAPSHOT} in this mirror; fill it with p3data "
-                              f"fetch --to {mirror}")
-    for path in paths:
-        try:
-            record = read_snapshot(fs.parent_of(path))
-        except SnapshotError as err:
-            check.problems.append(str(err))
-            continue
-        assert record is not None  # listed just now
-        folder = record.key.folder(mirror)
-        if fs.canonical(folder) != fs.canonical(fs.parent_of(path)):
-            check.problems.append(f"{path}: records {record.key}, whose folder is {folder}")
-            continue
-        check.records.append(record)
-        check.problems += verify_snapshot(mirror, record)
-    return check

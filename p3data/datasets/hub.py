@@ -91,12 +91,18 @@ class HubStore:
         return shards
 
     def read(self, split: str, shard: Shard) -> Iterator[dict[str, Any]]:
+        for table in self.tables(split, shard):
+            yield from table.to_pylist()
+
+    def tables(self, split: str, shard: Shard) -> Iterator[pa.Table]:
+        """The shard's rows as Arrow tables (what `read` yields as dicts), in the Hub's column
+        types: a fetch writes them without a round trip through Python values."""
         assert shard.path is not None
         columns = [self._hub_names.get(name, name) for name in self.entry.features]
         rows = ParquetRows(shard.path, self._about(split))
         for table in rows.tables(shard.start - shard.offset, shard.stop - shard.offset,
                                  columns=columns):
-            yield from self._as_2021(table).to_pylist()
+            yield self._as_2021(table)
 
     def identity(self, split: str) -> dict[str, Any]:
         hub = self.entry.hub

@@ -5,6 +5,9 @@ shards of whole row groups without reading any rows, and a shard is read by fetc
 own row groups: a worker never rescans a file from its start, however far in its shard lies.
 Reading a remote file retries transient failures (connection resets, timeouts, HTTP 429 and
 5xx) with exponential backoff; anything else fails at once with one line naming the file.
+Reads run in the calling thread only (no pyarrow thread pool, no pre-buffering): a corrupt
+file's error then leaves no decoder running, which could abort the interpreter at its exit;
+parallelism comes from shards read side by side instead.
 """
 
 from __future__ import annotations
@@ -136,7 +139,7 @@ class ParquetRows(LocatedFile):
                 raise
             raise self.error(f"cannot open rows file: {err.strerror or err}") from err
         try:
-            return handle, pq.ParquetFile(handle)
+            return handle, pq.ParquetFile(handle, pre_buffer=False)
         except (pa.ArrowException, OSError) as err:
             handle.close()
             if is_transient(err):
@@ -167,7 +170,7 @@ class _GroupReader:
 
         def attempt() -> pa.Table:
             try:
-                return self.file().read_row_group(group, columns=columns)
+                return self.file().read_row_group(group, columns=columns, use_threads=False)
             except BaseException:
                 self.close()
                 raise

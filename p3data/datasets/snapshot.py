@@ -1,9 +1,13 @@
 """`snapshot.json`: the record `p3data fetch` writes last in each dataset folder of a mirror,
 saying what was read from the Hub and what was written; `fetch --verify` checks a mirror
-against it, and a build reads the declared drifts from it."""
+against it, and a build checks what it reads against it (`record_problems`) and reads the
+declared drifts from it. The parquet files fetch writes also say so in their footers
+(`FETCHED`), so files left by a fetch that died before its record are known for what they
+are: neither a hand-made mirror's rows nor complete."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +20,7 @@ from p3data.errors import P3DataError
 
 SNAPSHOT = "snapshot.json"
 SNAPSHOT_VERSION = 1  # of what snapshot.json holds; bump it when that changes
+FETCHED = b"p3data.fetched"  # footer metadata of the files fetch writes: the dataset's name
 
 
 class SnapshotError(P3DataError):
@@ -83,14 +88,17 @@ class SnapshotRecord:
 
 
 def read_snapshot(folder: str) -> SnapshotRecord | None:
-    """The record in a dataset's mirror folder; None when there is none."""
+    """The record in a dataset's mirror folder; None when there is none (nor a folder)."""
     path = fs.join(folder, SNAPSHOT)
     try:
         raw = msgspec.json.decode(fs.read_bytes(path))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as err:
+        raise SnapshotError(f"{path}: cannot read it ({err.strerror or err})") from None
     except msgspec.DecodeError as err:
-        raise SnapshotError(f"{path}: not valid JSON ({err})") from None
+        raise SnapshotError(f"{path}: not valid JSON ({err}); fetch the dataset again with "
+                            "--force") from None
     version = raw.get("format_version") if isinstance(raw, dict) else None
     if version != SNAPSHOT_VERSION:
         raise SnapshotError(f"{path}: not a snapshot record of version {SNAPSHOT_VERSION} "
@@ -99,3 +107,62 @@ def read_snapshot(folder: str) -> SnapshotRecord | None:
         return msgspec.convert(raw, SnapshotRecord)
     except msgspec.ValidationError as err:
         raise SnapshotError(f"{path}: {err}") from None
+
+
+def refetch(dataset: str, mirror: str) -> str:
+    """The fix for a snapshot that is not what its record says."""
+    return f"fetch it again: p3data fetch {dataset} --to {mirror}"
+
+
+def fetched_dataset(footer: Mapping[bytes, bytes] | None) -> str | None:
+    """The dataset a parquet file was fetched for, by its footer's metadata (None: a file
+    `p3data fetch` did not write)."""
+    name = (footer or {}).get(FETCHED)
+    return name.decode() if name is not None else None
+
+
+def changed(path: str, dataset: str, mirror: str) -> str:
+    """The problem of a fetched file whose sha256 is not the recorded one."""
+    return f"{path}: sha256 differs from the snapshot record (the file changed); " + refetch(
+        dataset, mirror)
+
+
+def unrecorded(path: str, dataset: str, mirror: str) -> str:
+    """The problem of a fetched file whose dataset has no record."""
+    record = fs.join(fs.parent_of(path), SNAPSHOT)
+    return (f"{path}: written by p3data fetch, but {record} (written last) is missing: an "
+            f"interrupted fetch? {refetch(dataset, mirror)}")
+
+
+def record_problems(record: SnapshotRecord, split: str, *, mirror: str,
+                    sizes: Mapping[str, int], rows: Mapping[str, int] | None = None,
+                    catalog_rows: int | None = None) -> list[str]:
+    """How the files a mirror serves for `split` differ from `record`, one line each with its
+    fix: their names and `sizes` (by name) and, once their footers are read, their `rows`,
+    then the record's own sum and the catalog's split size. Cheap: listings and footers."""
+    folder = record.key.folder(mirror)
+    path = fs.join(folder, SNAPSHOT)
+    fix = refetch(record.key.name, mirror)
+    recorded = record.splits.get(split)
+    files = recorded.files if recorded else {}
+    problems = [f"{fs.join(folder, name)}: not in {path}, yet --data-dir reads it too: move it "
+                "out of the mirror" for name in sorted(set(sizes) - set(files))]
+    for name, file in files.items():
+        where = fs.join(folder, name)
+        if name not in sizes:
+            problems.append(f"{where}: missing ({path} records it); {fix}")
+        elif sizes[name] != file.size:
+            problems.append(f"{where}: {sizes[name]:,} bytes, the snapshot record says "
+                            f"{file.size:,}; {fix}")
+        elif rows is not None and name in rows and rows[name] != file.rows:
+            problems.append(f"{where}: {rows[name]:,} rows in its footer, the snapshot record "
+                            f"says {file.rows:,}; {fix}")
+    if recorded is None:
+        problems.append(f"{path}: records no split {split!r}; {fix}")
+    elif (total := sum(file.rows for file in files.values())) != recorded.rows:
+        problems.append(f"{path}: {split} has {total:,} rows by its files' records but says "
+                        f"{recorded.rows:,} (the record was edited); {fix}")
+    elif not problems and catalog_rows is not None and recorded.rows != catalog_rows:
+        problems.append(f"{path}: {split} has {recorded.rows:,} rows, the catalog "
+                        f"{catalog_rows:,} (fetched for another catalog?); {fix}")
+    return problems

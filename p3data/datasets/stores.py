@@ -18,12 +18,19 @@ from typing import Any
 
 from p3data import fs
 from p3data.datasets.catalog import DatasetEntry
-from p3data.datasets.errors import DataNotFoundError
+from p3data.datasets.errors import DataNotFoundError, MirrorError
 from p3data.datasets.hub import HubStore
 from p3data.datasets.parquet import ParquetRows, row_group_runs
 from p3data.datasets.rows import RowFile
 from p3data.datasets.shards import ROWS_PER_SHARD, RowStore, Shard, file_shards, row_runs
-from p3data.datasets.snapshot import read_snapshot
+from p3data.datasets.snapshot import (
+    SnapshotRecord,
+    changed,
+    fetched_dataset,
+    read_snapshot,
+    record_problems,
+    unrecorded,
+)
 
 ENV_DATA_DIR = "P3DATA_DATA_DIR"
 ENV_MANUAL_DIR = "P3DATA_MANUAL_DIR"
@@ -41,55 +48,90 @@ def file_identity(path: str) -> dict[str, Any]:
     for key in _LISTED_CHECKSUMS:
         if info.get(key):
             return {"size": info["size"], key: info[key]}
+    return {"size": info["size"], "sha256": sha256_of(path)}
+
+
+def sha256_of(path: str) -> str:
     digest = hashlib.sha256()
     with fs.open_read(path) as handle:
         while block := handle.read(1 << 22):
             digest.update(block)
-    return {"size": info["size"], "sha256": digest.hexdigest()}
+    return digest.hexdigest()
 
 
-_SPLIT_FILE = re.compile(r"^(?P<split>.+?)(-\d{5}-of-\d{5})?\.(?P<ext>jsonl|parquet)$")
+_SPLIT_FILE = re.compile(
+    r"^(?P<split>.+?)(-(?P<index>\d{5})-of-(?P<count>\d{5}))?\.(?P<ext>jsonl|parquet)$")
 
 
 class MirrorStore:
     """`<root>/<dataset>[/<subset>]/<split>.{jsonl,parquet}` or `<split>-NNNNN-of-MMMMM.*`,
-    on any filesystem. Parquet files are sharded by row groups, JSON Lines by line counts."""
+    on any filesystem. Parquet files are sharded by row groups, JSON Lines by line counts.
+
+    What a split is read from is checked first, cheaply (a listing and the footers that
+    sharding reads anyway). A dataset `p3data fetch` wrote is read as its snapshot record says
+    or not at all: the same files, sizes and rows, and the catalog's split size. A hand-made
+    mirror (no record) may hold any rows, fewer than the catalog's too (samples, tests), but a
+    split is one file or one complete `-NNNNN-of-MMMMM` set, and files fetch wrote without
+    their record (a fetch that died) are refused.
+    """
 
     def __init__(self, root: str | os.PathLike, entry: DatasetEntry,
                  rows_per_shard: int = ROWS_PER_SHARD):
+        self.root = os.fspath(root)
         self.folder = entry.key.folder(root)
         self.entry = entry
         self.rows_per_shard = rows_per_shard
 
     @cached_property
+    def record(self) -> SnapshotRecord | None:
+        """`p3data fetch`'s record of the dataset (None: hand-made). Read once: the planner
+        asks per split, for the shards, the identity and the drift."""
+        return read_snapshot(self.folder)
+
+    @property
     def drift(self) -> tuple[str, ...]:
         """The accepted drifts `p3data fetch` recorded in the dataset's snapshot, so a build
         from a fetched mirror shows and records them as one from the Hub does (a hand-made
-        mirror has none). Read once: the planner and `identity` both ask, per split."""
-        record = read_snapshot(self.folder)
-        return tuple(record.drift) if record else ()
+        mirror has none)."""
+        return tuple(self.record.drift) if self.record else ()
+
+    def served(self, split: str) -> list[str]:
+        """The files `--data-dir` reads for `split`, sorted; none is an empty list."""
+        return [fs.join(self.folder, name) for name in fs.files_in(self.folder)
+                if (m := _SPLIT_FILE.match(name)) and m["split"] == split]
 
     def files(self, split: str) -> list[str]:
-        found = [fs.join(self.folder, name) for name in fs.files_in(self.folder)
-                 if (m := _SPLIT_FILE.match(name)) and m["split"] == split]
+        found = self.served(split)
         if not found:
-            raise DataNotFoundError(
-                f"{self.entry.name}: no rows for split {split!r} in the mirror; expected "
-                f"{fs.join(self.folder, split + '.parquet')} or "
-                f"{fs.join(self.folder, split + '.jsonl')}")
+            raise self._missing(split)
         return found
 
     def list_shards(self, split: str) -> list[Shard]:
-        shards, offset = [], 0
-        for path in self.files(split):
+        record, paths = self.record, self.served(split)
+        if record is not None:
+            sizes = {fs.name_of(path): fs.size(path) for path in paths}
+            self._refuse(split, record_problems(record, split, mirror=self.root, sizes=sizes))
+        if not paths:
+            raise self._missing(split)
+        if record is None:
+            self._refuse(split, _layout_problems(self.folder, split, paths))
+        shards, rows, offset = [], {}, 0
+        for path in paths:
             if path.endswith(".parquet"):
                 metadata = ParquetRows(path, self._about(split)).metadata()
+                if record is None and (dataset := fetched_dataset(metadata.metadata)):
+                    self._refuse(split, [unrecorded(path, dataset, self.root)])
                 runs, count = row_group_runs(metadata, self.rows_per_shard), metadata.num_rows
             else:
                 count = RowFile(path, self._about(split)).count()
                 runs = row_runs(count, self.rows_per_shard)
             shards += file_shards(path, runs, offset)
+            rows[fs.name_of(path)] = count
             offset += count
+        if record is not None:
+            self._refuse(split, record_problems(
+                record, split, mirror=self.root, sizes=sizes, rows=rows,
+                catalog_rows=self.entry.splits.get(split)))
         return shards
 
     def read(self, split: str, shard: Shard) -> Iterator[dict[str, Any]]:
@@ -106,11 +148,45 @@ class MirrorStore:
                 yield row
 
     def identity(self, split: str) -> dict[str, Any]:
-        return {"files": {fs.name_of(path): file_identity(path) for path in self.files(split)},
-                "drift": list(self.drift)}
+        """The files' sizes and digests; a sha256 computed here (local files) is also held
+        against the snapshot record, at no further cost."""
+        files = {fs.name_of(path): file_identity(path) for path in self.files(split)}
+        recorded = self.record.splits.get(split) if self.record else None
+        for name, found in files.items():
+            expected = recorded.files.get(name) if recorded else None
+            if expected and found.get("sha256", expected.sha256) != expected.sha256:
+                self._refuse(split, [changed(fs.join(self.folder, name), self.entry.name,
+                                             self.root)])
+        return {"files": files, "drift": list(self.drift)}
+
+    def _missing(self, split: str) -> DataNotFoundError:
+        return DataNotFoundError(
+            f"{self.entry.name}: no rows for split {split!r} in the mirror; expected "
+            f"{fs.join(self.folder, split + '.parquet')} or "
+            f"{fs.join(self.folder, split + '.jsonl')}")
+
+    def _refuse(self, split: str, problems: list[str]) -> None:
+        if problems:
+            raise MirrorError(f"{self.entry.name}/{split}: " + "; ".join(problems))
 
     def _about(self, split: str) -> str:
         return f"{self.entry.name} {split}"
+
+
+def _layout_problems(folder: str, split: str, paths: list[str]) -> list[str]:
+    """A hand-made split read from more than one file or one complete set of files (a copy,
+    a second format, a set missing a file) would be read twice or in part."""
+    names = [fs.name_of(path) for path in paths]
+    if names in ([f"{split}.jsonl"], [f"{split}.parquet"]):
+        return []
+    found = [m for name in names if (m := _SPLIT_FILE.match(name))]
+    kinds = {(m["count"], m["ext"]) for m in found}
+    if len(kinds) == 1 and (count := next(iter(kinds))[0]) and [
+            int(m["index"]) for m in found] == list(range(int(count))):
+        return []
+    return [f"{folder}: {split} would be read from {', '.join(names)}; a split is one "
+            f"{split}.jsonl or {split}.parquet, or every file of one {split}-NNNNN-of-MMMMM "
+            "set: move the others out of the mirror"]
 
 
 class ManualStore:

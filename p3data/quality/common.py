@@ -26,7 +26,8 @@ def data_root(data_dir: str | os.PathLike | None) -> str:
             "DIR/<dataset>[/<subset>]/<split>.jsonl|parquet, or the bundled sample rows",
             setting="rows")
     if not fs.is_dir(root):
-        raise P3DataError(f"data folder {root} does not exist")
+        state = "is a file, not a folder" if fs.exists(root) else "does not exist"
+        raise P3DataError(f"data folder {root} {state}", setting="rows")
     return root
 
 

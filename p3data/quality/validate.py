@@ -18,6 +18,7 @@ from typing import Any
 
 from p3data.datasets.errors import SourceError
 from p3data.datasets.schema import RowChecker
+from p3data.datasets.stores import MirrorStore
 from p3data.quality.common import TokenCounter, read_batches
 from p3data.t0 import TaskSpec
 from p3data.tables import text_table
@@ -164,14 +165,21 @@ def _validate_split(
     for name, err in renderer.broken.items():
         by_name[name].error = str(err)
     seen: dict[str, set[int]] = {name: set() for name in renderer.templates}
-    checker = RowChecker(members[0][0].entry.features)
+    entry = members[0][0].entry
+    checker = RowChecker(entry.features)
+    read = 0
     try:
-        for start, rows in read_batches(root, members[0][0].entry, source_split, max_rows):
+        for start, rows in read_batches(root, entry, source_split, max_rows):
+            read += len(rows)
             mismatches = Counter(problem for row in rows for problem in checker.problems(row))
             for report in by_name.values():
                 report.schema = dict(Counter(report.schema) + mismatches)
             for name, outcomes in renderer.render_batch(rows, start).items():
                 _tally(by_name[name], outcomes, seen[name], tokens=tokens, lengths=lengths)
+        if not read and entry.splits.get(source_split):  # an empty file is a failed export
+            files = ", ".join(MirrorStore(root, entry).files(source_split))
+            raise SourceError(f"{entry.name} {source_split}: no rows in {files} (the catalog "
+                              f"lists {entry.splits[source_split]:,})")
     except SourceError as err:
         for report in by_name.values():
             report.error = str(err)

@@ -5,14 +5,22 @@ written with pyarrow, its parquet files carrying `huggingface` schema metadata s
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import yaml
 
+from p3data.cli import main
 from p3data.dataset_key import DatasetKey
-from p3data.datasets.catalog import Catalog, DatasetEntry, read_catalog_file
+from p3data.datasets.catalog import ENV_CATALOG, Catalog, DatasetEntry, read_catalog_file
+from p3data.datasets.hub import ENV_HUB_ROOT
+from p3data.datasets.rows import read_jsonl
+from p3data.datasets.samples import SAMPLES_DIR
+from p3data.datasets.stores import ENV_DATA_DIR
 
 EXPORT = "refs/convert/parquet"
 TOY_FEATURES = {"sentence": "string", "idx": "int32", "label": {"class_label": ["no", "yes"]}}
@@ -115,3 +123,65 @@ def trec_entry(tmp_path: Path, **hub_options) -> DatasetEntry:
     shipped = Catalog.load().get("trec")
     return catalog_entry(tmp_path, trec_hub(**hub_options), dataset="trec",
                          splits={"train": len(TREC_ROWS), "test": 2}, features=shipped.features)
+
+
+COPA_COMMIT = "3de24cf8022e94f4ee4b9d55a6f539891524d646"  # as the shipped catalog pins it
+COPA_FEATURES = {"premise": value("string"), "choice1": value("string"),
+                 "choice2": value("string"), "question": value("string"),
+                 "idx": value("int32"), "label": class_label(["choice1", "choice2"])}
+
+
+def copa_rows(split: str) -> list[dict]:
+    return read_jsonl(SAMPLES_DIR / "super_glue" / "copa" / f"{split}.jsonl")
+
+
+def write_copa_export(hub_root: Path) -> None:
+    """COPA's sample rows where the shipped catalog pins them: a commit of aps/super_glue,
+    in row groups of 4 rows."""
+    for split in ("train", "validation", "test"):
+        rows = copa_rows(split)
+        columns = {name: [row[name] for row in rows] for name in COPA_FEATURES}
+        columns["idx"] = pa.array(columns["idx"], pa.int32())
+        write_parquet(hub_root / "aps" / "super_glue" / COPA_COMMIT / "copa"
+                      / f"{split}-00000-of-00001.parquet", columns, COPA_FEATURES,
+                      row_group_size=4)
+
+
+def offline_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
+    """An offline Hub holding trec's export and COPA's pinned files, and a catalog pointing
+    at them (the shipped entries, sized to these rows): `configure` rewrites trec's entry."""
+    root = tmp_path / "hub"
+    write_trec_export(root)
+    write_copa_export(root)
+    shipped = Catalog.load().get("super_glue", "copa")
+    copa = catalog_entry(tmp_path, {"repo": shipped.hub.repo, "revision": shipped.hub.revision,
+                                    "files": {s: list(g) for s, g in shipped.hub.files.items()}},
+                         dataset="super_glue", subset="copa", features=shipped.features,
+                         splits={s: len(copa_rows(s)) for s in shipped.splits})
+
+    def configure(**trec_hub_options) -> DatasetEntry:
+        return trec_entry(tmp_path, **trec_hub_options)
+
+    trec = configure()
+    monkeypatch.setenv(ENV_CATALOG, os.pathsep.join(
+        str(catalog_path(tmp_path, *key)) for key in (("trec",), ("super_glue", "copa"))))
+    monkeypatch.delenv(ENV_DATA_DIR, raising=False)
+    monkeypatch.delenv(ENV_HUB_ROOT, raising=False)
+    return SimpleNamespace(root=str(root), trec=trec, copa=copa, configure=configure)
+
+
+def read_all(store, split: str) -> list[dict]:
+    """Every row a store serves for a split, shard by shard."""
+    return [row for shard in store.list_shards(split) for row in store.read(split, shard)]
+
+
+def fetch(capsys, *args: str) -> tuple[int, list[str]]:
+    """`p3data fetch ARGS`: the exit code and the lines printed."""
+    code = main(["fetch", *args])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def status_of(lines: list[str], dataset: str) -> str:
+    """A dataset's status in the summary table (its last column)."""
+    (line,) = [line for line in lines if line.split(" ", 1)[0] == dataset]
+    return line.split("  ")[-1].strip()
