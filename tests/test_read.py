@@ -5,8 +5,8 @@ caches written by stock seqio and P3's layout."""
 from __future__ import annotations
 
 import json
-import re
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -249,9 +249,13 @@ def test_only_complete_tasks_are_read(built, tmp_path):
     shutil.copytree(built, tmp_path / "cache")
     (tmp_path / "cache" / PLAIN / "COMPLETED").unlink()
     cache = open_cache(str(tmp_path / "cache"))
-    assert cache.tasks == [CHOICES, TWIN]
-    with pytest.raises(NotFoundError, match=f"no complete task '{PLAIN}'"):
+    assert (cache.tasks, cache.unfinished) == ([CHOICES, TWIN], [PLAIN])
+    with pytest.raises(NotFoundError) as err:
         cache.split(PLAIN, "train")
+    assert str(err.value) == (f"{tmp_path / 'cache' / PLAIN}: not complete (no COMPLETED: a run "
+                              "is writing it or crashed); rerun p3data cache to finish it")
+    with pytest.raises(NotFoundError, match="no complete task 'nosuch'; it has "):
+        cache.split("nosuch", "train")
     with pytest.raises(P3DataError) as err:
         open_cache(str(tmp_path / "cache" / PLAIN))
     assert str(err.value) == (f"{tmp_path / 'cache' / PLAIN}: no COMPLETED, so not a complete "

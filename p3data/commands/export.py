@@ -25,6 +25,7 @@ from p3data.commands.options import cache_root, positive_int
 
 if TYPE_CHECKING:
     from p3data.export import Outcome
+    from p3data.read import CacheReader
 
 KINDS = ("exported", "already exported", "failed")
 
@@ -61,19 +62,30 @@ def run(args: argparse.Namespace) -> int:
 
     require("pyarrow")
     cache = open_cache(cache_root(args.cache))
-    tasks, lacking = export.select_tasks(cache.tasks, args.mixture, args.tasks)
+    # Unfinished tasks asked for are selected too: each fails, named, as a task it cannot read.
+    tasks, lacking = export.select_tasks(cache.tasks + cache.unfinished, args.mixture, args.tasks)
     if lacking:
         print(f"[p3data export] the cache lacks {len(lacking):,} of the tasks asked for, e.g. "
               f"{lacking[0]}: they are not exported", file=sys.stderr)
     out = args.out.rstrip("/") or args.out
     settings = export.Settings(args.format, examples_per_shard=args.examples_per_shard)
-    progress = Progress({task: sum(len(cache.split(task, split)) for split in cache.splits(task))
-                         for task in tasks})
+    progress = Progress({task: _examples(cache, task) for task in tasks})
     with progress.bar:
         outcomes = export.export(cache, tasks, out, settings=settings, force=args.force,
                                  on_task=progress.finished, on_examples=progress.written)
     print(summary(outcomes, fs.join(out, export.CARD)))
     return 1 if any(o.status == "failed" for o in outcomes) else 0
+
+
+def _examples(cache: CacheReader, task: str) -> int:
+    """The examples of a task's splits as its stats say; 0 for a task that cannot be read
+    (its export fails and says why, and the other tasks go on)."""
+    from p3data.errors import P3DataError
+
+    try:
+        return sum(len(cache.split(task, split)) for split in cache.splits(task))
+    except P3DataError:
+        return 0
 
 
 def summary(outcomes: Sequence[Outcome], card: str) -> str:

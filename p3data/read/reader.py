@@ -230,10 +230,13 @@ class CacheReader:
         self.root = fs.canonical(root.rstrip("/") or root)
         self._fs, _ = fs.resolve(self.root)
         folders = scan(self.root).folders
-        complete = [folder for folder, names in folders.items() if layout.COMPLETED in names]
-        if not complete:
+        if not any(layout.COMPLETED in names for names in folders.values()):
             raise _unreadable(self.root, folders)
-        self._folders = _task_names(self.root, complete)
+        named = _task_names(self.root, list(folders))
+        self._folders = {task: folder for task, folder in named.items()
+                         if layout.COMPLETED in folders[folder]}
+        self._unfinished = {task: folder for task, folder in named.items()
+                            if task not in self._folders}
         self._listings: dict[str, tuple[dict[str, ShardFile], Manifest | None]] = {}
 
     def __repr__(self) -> str:
@@ -244,7 +247,16 @@ class CacheReader:
         """The complete tasks, sorted."""
         return sorted(self._folders)
 
+    @property
+    def unfinished(self) -> list[str]:
+        """The tasks whose folders are there without COMPLETED (seqio reads none), sorted."""
+        return sorted(self._unfinished)
+
     def folder(self, task: str) -> str:
+        if task in self._unfinished:
+            raise NotFoundError(f"{self._unfinished[task]}: not complete (no "
+                                f"{layout.COMPLETED}: a run is writing it or crashed); rerun "
+                                "p3data cache to finish it")
         if task not in self._folders:
             raise NotFoundError(f"{self.root}: no complete task {task!r}" + _known(self.tasks))
         return self._folders[task]
