@@ -24,7 +24,7 @@ from p3data.errors import P3DataError
 
 TEMP_PREFIX = ".p3data-tmp-"
 # A temporary's whole name: the prefix, 32 hex digits of a uuid4, then the final name.
-TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"[0-9a-f]{32}-.+")
+TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"[0-9a-f]{32}-(?P<final>.+)")
 
 
 class FileSystemError(P3DataError):

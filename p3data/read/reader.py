@@ -310,7 +310,11 @@ def _known(names: list[str]) -> str:
 
 def _unreadable(root: str, folders: dict[str, list[str]]) -> P3DataError:
     if not fs.exists(root):
-        return P3DataError(f"{root}: no such cache folder")
+        return P3DataError(f"{root}: no such cache folder; give the folder p3data cache (or "
+                           "seqio) wrote")
+    if not fs.is_dir(root):
+        return P3DataError(f"{root}: is a file, not a cache folder; give the folder p3data "
+                           "cache (or seqio) wrote")
     if folders:
         first = next(iter(folders))
         return P3DataError(f"{first}: no {layout.COMPLETED}, so not a complete task (a run is "
