@@ -24,6 +24,7 @@ SETTING_OPTIONS = {
     "tasks": ("--mixture", "--tasks"),
     "task_pattern": ("--tasks",),
     "lock": ("--force",),
+    "split": ("--split",),
 }
 
 
