@@ -98,7 +98,7 @@ def test_no_cache_there_is_one_error_line(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["report", str(tmp_path / "empty"), "--out", str(out)]) == 2
     assert capsys.readouterr().err.startswith(
-        f"p3data: error: {tmp_path / 'empty'}: no task folders in it")
+        f"p3data: error: {tmp_path / 'empty'}: holds no task folders")
     assert not out.exists()
 
 

@@ -322,7 +322,8 @@ def _unreadable(root: str, folders: dict[str, list[str]]) -> P3DataError:
                            + (f"; and {len(folders) - 1} more such folders"
                               if len(folders) > 1 else ""))
     return P3DataError(f"{root}: holds no task folder (no {layout.COMPLETED}, info or shards, "
-                       "in seqio's or P3's layout)")
+                       "in seqio's or P3's layout); give the folder p3data cache (or seqio) "
+                       "wrote")
 
 
 def open_cache(root: str) -> CacheReader:

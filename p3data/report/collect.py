@@ -151,8 +151,8 @@ def collect(root: str, *, split: str | None, lengths: Lengths, max_records: int,
     goes on with the other tasks."""
     folders = scan(root).folders
     if not folders:
-        raise P3DataError(f"{root}: no task folders in it (none holds a {layout.MANIFEST} or "
-                          f"{layout.COMPLETED}); pass the cache's root folder")
+        raise P3DataError(f"{root}: holds no task folders (none holds a {layout.MANIFEST} or "
+                          f"{layout.COMPLETED}); give the cache's root folder")
     tasks, problems = [], []
     for folder, names in folders.items():
         task, found = read_folder(folder, names, split=split or DEFAULT_SPLIT,
