@@ -317,3 +317,28 @@ def test_an_unfinished_task_asked_for_is_named_and_fails_the_run(cache, tmp_path
         "(no COMPLETED: a run is writing it or crashed); rerun p3data cache to finish it"]
     assert " 1 failed" in printed[-1]
     assert not (out / "super_glue_copa_exercise").exists()
+
+
+def test_a_killed_export_is_finished_by_a_rerun(cache, tmp_path):
+    """Killed before any of its file operations, an export leaves a folder its rerun knows
+    as its own (not refused as the user's), and the rerun (taking over the dead run's lock)
+    writes exactly what an uninterrupted export does."""
+    crash = str(Path(__file__).parent / "helpers" / "crash_command.py")
+    (tmp_path / "empty").mkdir()
+    args = ["export", str(cache), "--out", "{out}", "--tasks", "super_glue_copa_exercise"]
+
+    def crash_export(outputs: Path, points: list[int]) -> list[int]:
+        subprocess.run([sys.executable, crash, str(outputs), ",".join(map(str, points)),
+                        str(tmp_path / "empty"), "--", *args], check=True, timeout=900)
+        return [int((outputs / f"{point}.code").read_text()) for point in points]
+
+    assert crash_export(tmp_path / "whole", [-1]) == [0]
+    whole = tree(tmp_path / "whole" / "-1")
+    points = list(range(len((tmp_path / "whole" / "-1.trace").read_text().splitlines())))
+    assert len(points) == 2 + 2 + 3 * 4 + 2 + 2  # lock, record, per split: shard and record,
+    assert crash_export(tmp_path / "runs", points) == [137] * len(points)  # record, card
+    for point in points:
+        out = tmp_path / "runs" / str(point)
+        rerun = [arg.replace("{out}", str(out)) for arg in args]
+        assert main([*rerun, "--force"]) == 0, point
+        assert tree(out) == whole, point

@@ -300,6 +300,7 @@ def test_a_shard_cut_at_a_record_boundary_is_an_error_naming_it(copy, indexed):
             index.unlink()
     split = open_cache(str(copy)).split(TWIN, "validation")
     where = shard if indexed else f"{copy / TWIN}: split validation"
+    assert len(stock(TWIN, "validation", copy)) == len(split) - 1  # seqio: not a word
     with pytest.raises(P3DataError, match=re.escape(where)) as err:
         list(split)
     assert "check the cache with p3data verify" in str(err.value)
