@@ -250,7 +250,7 @@ def verify_cache(root: str, against: str | None = None) -> Verdict:
 def _verify(root: str) -> tuple[Verdict, list[TaskCheck]]:
     cache = scan(root)
     if not cache.folders and not cache.leftovers:
-        raise _not_a_cache(root)
+        raise not_a_cache(root)
     checks = [check_task(folder, names) for folder, names in cache.folders.items()]
     verdict = Verdict(checked=sum(check.complete for check in checks))
     for check in checks:
@@ -285,7 +285,8 @@ def _rerun(lock: bytes) -> str:
     return RERUN_INDEX if command.startswith("p3data index") else RERUN
 
 
-def _not_a_cache(root: str) -> P3DataError:
+def not_a_cache(root: str) -> P3DataError:
+    """The error for a folder that holds no task folder: missing, a file, or someone else's."""
     if not fs.exists(root):
         return P3DataError(f"{root}: no such cache folder; give the folder p3data cache wrote")
     if not fs.is_dir(root):

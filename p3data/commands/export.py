@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from p3data.commands.extras import require
 from p3data.commands.options import cache_root, positive_int
+from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
     from p3data.export import Outcome
@@ -80,8 +81,6 @@ def run(args: argparse.Namespace) -> int:
 def _examples(cache: CacheReader, task: str) -> int:
     """The examples of a task's splits as its stats say; 0 for a task that cannot be read
     (its export fails and says why, and the other tasks go on)."""
-    from p3data.errors import P3DataError
-
     try:
         return sum(len(cache.split(task, split)) for split in cache.splits(task))
     except P3DataError:

@@ -27,7 +27,7 @@ import msgspec
 import numpy as np
 
 from p3data import fs
-from p3data.cache.verify import scan
+from p3data.cache.verify import not_a_cache, scan
 from p3data.errors import NotFoundError, P3DataError
 from p3data.format import layout
 from p3data.format.example import ExampleDecoder, FeatureInfo
@@ -309,21 +309,13 @@ def _known(names: list[str]) -> str:
 
 
 def _unreadable(root: str, folders: dict[str, list[str]]) -> P3DataError:
-    if not fs.exists(root):
-        return P3DataError(f"{root}: no such cache folder; give the folder p3data cache (or "
-                           "seqio) wrote")
-    if not fs.is_dir(root):
-        return P3DataError(f"{root}: is a file, not a cache folder; give the folder p3data "
-                           "cache (or seqio) wrote")
-    if folders:
-        first = next(iter(folders))
-        return P3DataError(f"{first}: no {layout.COMPLETED}, so not a complete task (a run is "
-                           f"writing it or crashed; seqio would not read it either)"
-                           + (f"; and {len(folders) - 1} more such folders"
-                              if len(folders) > 1 else ""))
-    return P3DataError(f"{root}: holds no task folder (no {layout.COMPLETED}, info or shards, "
-                       "in seqio's or P3's layout); give the folder p3data cache (or seqio) "
-                       "wrote")
+    if not folders:
+        return not_a_cache(root)
+    first = next(iter(folders))
+    return P3DataError(f"{first}: no {layout.COMPLETED}, so not a complete task (a run is "
+                       f"writing it or crashed; seqio would not read it either)"
+                       + (f"; and {len(folders) - 1} more such folders"
+                          if len(folders) > 1 else ""))
 
 
 def open_cache(root: str) -> CacheReader:

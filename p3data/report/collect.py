@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from p3data import fs, t0
-from p3data.cache.verify import scan
+from p3data.cache.verify import not_a_cache, scan
 from p3data.errors import P3DataError
 from p3data.format import layout
 from p3data.format.example import ExampleDecodeError, feature_spans, value_count
@@ -151,8 +151,7 @@ def collect(root: str, *, split: str | None, lengths: Lengths, max_records: int,
     goes on with the other tasks."""
     folders = scan(root).folders
     if not folders:
-        raise P3DataError(f"{root}: holds no task folders (none holds a {layout.MANIFEST} or "
-                          f"{layout.COMPLETED}); give the cache's root folder")
+        raise not_a_cache(root)
     tasks, problems = [], []
     for folder, names in folders.items():
         task, found = read_folder(folder, names, split=split or DEFAULT_SPLIT,
