@@ -5,11 +5,13 @@
 Writes DIR/<task>/<split>-NNNNN-of-MMMMM.parquet for every task of the cache (or of the
 mixtures and task patterns given) and, last, the dataset card DIR/README.md, so that
 `datasets.load_dataset("DIR", "<task>")` and `load_dataset("parquet", data_dir="DIR/<task>")`
-load it. CACHE and DIR are folders or any fsspec URL (gs://, s3://). Examples are streamed:
+load it. CACHE and DIR are folders or any fsspec URL (gs://, s3://); DIR is missing, empty or
+an export p3data made (anything else, and the cache itself, is refused). Examples are streamed:
 memory stays flat whatever the cache's size. A rerun skips the task splits already exported
-with the same settings from the same cache and redoes the rest; one task's failure does not
-stop the others; exit 1 if any failed. One run writes to DIR at a time (its lock
-DIR/.p3data-lock); --force takes over the lock of a run that is dead.
+with the same settings from the same cache and redoes the rest; one task's failure (a missing
+or corrupt file, a task the cache has not finished) does not stop the others; exit 1 if any
+failed. One run writes to DIR at a time (its lock DIR/.p3data-lock); --force takes over the
+lock of a run that is dead.
 """
 
 from __future__ import annotations
