@@ -22,7 +22,6 @@ import contextlib
 import hashlib
 import math
 import re
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -32,6 +31,7 @@ import msgspec
 
 from p3data import fs
 from p3data.errors import P3DataError
+from p3data.export_folder import CARD, CARD_DTYPES, RECORD, card_text, refuse_unless_ours
 from p3data.format.features import task_features
 from p3data.format.layout import info_name, stats_name
 
@@ -42,14 +42,9 @@ if TYPE_CHECKING:
 
 FORMATS = ("parquet", "jsonl")
 EXPORT_VERSION = 1  # bump when the bytes written for the same settings change
-RECORD = ".p3data-export.json"
-CARD = "README.md"
 DEFAULT_EXAMPLES_PER_SHARD = 500_000
 ROW_GROUP_EXAMPLES = 10_000
 ROW_GROUP_BYTES = 64 << 20  # a row group also ends once its values hold about this much
-# TensorFlow's dtype names (info.<split>.json) as `datasets` card dtypes.
-CARD_DTYPES = {"int32": "int32", "int64": "int64", "float32": "float32", "float64": "float64",
-               "bool": "bool", "string": "string"}
 
 ExamplesWritten = Callable[[int], None]
 
@@ -255,11 +250,6 @@ def shard_name(split: str, index: int, count: int, extension: str) -> str:
     return f"{split}-{index:05d}-of-{count:05d}{extension}"
 
 
-def split_glob(task: str, split: str, extension: str) -> str:
-    """The card's pattern of a split's files, relative to the card."""
-    return f"{task}/{split}-*{extension}"  # split names are words: `train-*` is train's only
-
-
 def _is_shard(name: str) -> bool:
     return re.fullmatch(r"\w+(\.\w+)*-\d{5}-of-\d{5}\.(parquet|jsonl)", name) is not None
 
@@ -357,8 +347,7 @@ def export_split(ts: TaskSplit, folder: str, *, split: str, task: str, schema: p
     expected = len(ts)
     count = math.ceil(expected / settings.examples_per_shard)
     names = [shard_name(split, i, count, settings.extension) for i in range(count)]
-    temporaries = {name: fs.join(folder, f"{fs.TEMP_PREFIX}{uuid.uuid4().hex}-{name}")
-                   for name in names}
+    temporaries = {name: fs.join(folder, fs.temporary_name(name)) for name in names}
     fs.makedirs(folder)
     examples = iter(ts.examples())
     num_bytes = written = 0
@@ -422,10 +411,12 @@ def export(cache: CacheReader, tasks: Sequence[str], out: str, *, settings: Sett
            on_task: Callable[[Outcome], None] = lambda outcome: None,
            on_examples: ExamplesWritten = lambda n: None) -> list[Outcome]:
     """Export `tasks` of `cache` into `out` holding its lock (`force` takes a dead run's over),
-    then write the card from every task complete in `out`. A task that fails (a corrupt
-    record, a cache that does not add up) is an outcome; the others go on."""
+    then write the card from every task complete in `out`. `out` is refused unless it is
+    empty or an export p3data made. A task that fails (a corrupt record, a cache that does
+    not add up) is an outcome; the others go on."""
     from p3data.cache.lock import output_lock
 
+    refuse_unless_ours(out, cache=cache.root)
     with output_lock(out, force=force):
         fs.sweep_temporaries(out)
         _refuse_mixed_formats(out, tasks, settings)
@@ -463,48 +454,3 @@ def _refuse_mixed_formats(out: str, tasks: Sequence[str], settings: Settings) ->
 def _one_line(err: BaseException) -> str:
     text = str(err) if isinstance(err, P3DataError) else f"{type(err).__name__}: {err}"
     return " ".join(text.split())
-
-
-# The card --------------------------------------------------------------------------------
-
-def card_text(records: Sequence[TaskRecord]) -> str:
-    """README.md: YAML `configs` (a config per task, a file glob per split with examples) and
-    `dataset_info` (features, split sizes) as `datasets` reads them, then a table of tasks."""
-    import yaml
-
-    from p3data.tables import markdown_table
-
-    configs = {r.task: (r, {split: s for split, s in r.splits.items() if s.examples})
-               for r in records}
-    configs = {task: (r, splits) for task, (r, splits) in configs.items() if splits}
-    header = {
-        "configs": [{"config_name": task, "data_files": [
-            {"split": split, "path": split_glob(task, split, r.settings.extension)}
-            for split in splits]} for task, (r, splits) in configs.items()],
-        "dataset_info": [{
-            "config_name": task,
-            "features": [_card_feature(name, spec) for name, spec in r.features.items()],
-            "splits": [{"name": split, "num_bytes": s.num_bytes, "num_examples": s.examples}
-                       for split, s in splits.items()],
-            "download_size": sum(r.files.values()),
-            "dataset_size": sum(s.num_bytes for s in splits.values()),
-        } for task, (r, splits) in configs.items()],
-    }
-    rows = [[task, ", ".join(splits), sum(s.examples for s in splits.values())]
-            for task, (_, splits) in configs.items()]
-    example = next(iter(configs), "<task>")
-    return "\n".join([
-        "---", yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
-        "# T0's prompted tasks, exported by p3data", "",
-        "One config per task, laid out as P3 is on the Hub (`<task>/<split>-NNNNN-of-MMMMM`): "
-        "`inputs` and `targets` are token ids (`targets` ends with EOS), "
-        "`inputs_pretokenized` and `targets_pretokenized` their texts; tasks whose template "
-        "has answer choices add `answer_choices`, the `_score_eval` twins `idx`, `is_correct` "
-        "and `weight`. Splits without examples have no files.", "",
-        "```python", "import datasets", "",
-        f'datasets.load_dataset("path/to/this/folder", "{example}")', "```", "",
-        markdown_table(["task", "splits", "examples"], rows), ""])
-
-
-def _card_feature(name: str, spec: FeatureSpec) -> dict[str, str]:
-    return {"name": name, "list" if spec.sequence else "dtype": CARD_DTYPES[spec.dtype]}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import posixpath
+import re
 import uuid
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -22,6 +23,8 @@ from fsspec import AbstractFileSystem
 from p3data.errors import P3DataError
 
 TEMP_PREFIX = ".p3data-tmp-"
+# A temporary's whole name: the prefix, 32 hex digits of a uuid4, then the final name.
+TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"[0-9a-f]{32}-(?P<final>.+)")
 
 
 class FileSystemError(P3DataError):
@@ -80,7 +83,7 @@ def atomic_writer(path: str) -> Iterator[BinaryIO]:
     filesystem, local = resolve(path)
     parent, name = posixpath.split(local)
     filesystem.makedirs(parent, exist_ok=True)
-    temporary = posixpath.join(parent, f"{TEMP_PREFIX}{uuid.uuid4().hex}-{name}")
+    temporary = posixpath.join(parent, temporary_name(name))
     handle = filesystem.open(temporary, "wb")
     try:
         yield handle
@@ -91,6 +94,16 @@ def atomic_writer(path: str) -> Iterator[BinaryIO]:
             filesystem.rm(temporary)
         raise
     filesystem.mv(temporary, local)
+
+
+def temporary_name(name: str) -> str:
+    """A fresh temporary name for a file to be renamed to `name` once written."""
+    return f"{TEMP_PREFIX}{uuid.uuid4().hex}-{name}"
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is one of p3data's temporaries (a user's `.p3data-tmp-notes` is not)."""
+    return TEMP_NAME.fullmatch(name) is not None
 
 
 def write_bytes(path: str, data: bytes) -> None:
@@ -170,7 +183,10 @@ def delete_tree(path: str) -> None:
 
 
 def sweep_temporaries(root: str) -> int:
-    """Delete temporaries that dead runs left anywhere under `root`; returns how many."""
-    found = glob(join(root, "**", TEMP_PREFIX + "*"))
+    """Delete temporaries that dead runs left anywhere under `root`; returns how many. Call it
+    only holding `root`'s lock (no live run is writing them then); only names of exactly
+    p3data's shape go, never a file of someone else's that merely starts alike."""
+    found = [path for path in glob(join(root, "**", TEMP_PREFIX + "*"))
+             if is_temporary(name_of(path))]
     delete(found)
     return len(found)

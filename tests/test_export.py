@@ -228,3 +228,117 @@ def test_export_imports_neither_tensorflow_nor_seqio(cache, tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True, timeout=300)
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+TEMPORARY = f".p3data-tmp-{'0' * 31}1-train-00000-of-00001.parquet"  # p3data's exact shape
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every file (bytes) and folder (None) under root, by relative path."""
+    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else None
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("plant", [
+    {"README.md": "my notes\n"},
+    {".p3data-tmp-mine.txt": "mine"},  # named like a temporary, but not of p3data's shape
+    {"super_glue_copa_exercise/notes.txt": "x"},  # a folder named like a task
+    {"logs/run.txt": "x", "super_glue_copa_exercise/.p3data-export.json": "{}"},
+])
+def test_a_folder_export_did_not_write_is_refused_untouched(cache, tmp_path, capsys, plant):
+    out = tmp_path / "mine"
+    for name, text in plant.items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text(text)
+    before = snapshot(out)
+    assert main(["export", str(cache), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "not written by p3data export" in error
+    assert "export to an empty folder or one p3data export wrote" in error
+    assert snapshot(out) == before  # nothing written, nothing deleted, no lock left
+
+
+@pytest.mark.parametrize("where", [".", "exported", "super_glue_copa_exercise", ".."])
+def test_export_never_writes_into_its_cache(cache, tmp_path, capsys, where):
+    source = tmp_path / "cache"
+    shutil.copytree(cache, source)
+    says = {".": "is the cache itself", "..": "holds the cache"}.get(where,
+                                                                     "is inside the cache")
+    before = snapshot(tmp_path)
+    assert main(["export", str(source), "--out", str(source / where)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and says in error
+    assert snapshot(tmp_path) == before
+
+
+def test_only_p3datas_own_temporaries_are_swept(cache, parquet_dir, tmp_path):
+    """A rerun sweeps what a dead export left (names of exactly p3data's shape) and keeps a
+    file of the user's that only looks like one."""
+    out = tmp_path / "out"
+    shutil.copytree(parquet_dir, out)
+    folder = out / "super_glue_copa_exercise"
+    (folder / TEMPORARY).write_bytes(b"half a shard")
+    for name in (".p3data-tmp-mine.txt", ".p3data-tmp-0123abcd-train-00000-of-00001.parquet"):
+        (folder / name).write_text("mine")
+    assert main(["export", str(cache), "--out", str(out)]) == 0
+    assert not (folder / TEMPORARY).exists()
+    assert (folder / ".p3data-tmp-mine.txt").read_text() == "mine"
+    assert (folder / ".p3data-tmp-0123abcd-train-00000-of-00001.parquet").read_text() == "mine"
+
+
+def test_a_missing_shard_fails_its_task_only(cache, tmp_path, capsys):
+    source = tmp_path / "cache"
+    shutil.copytree(cache, source)
+    shard = source / "super_glue_copa_exercise" / "train.tfrecord-00000-of-00001"
+    shard.unlink()
+    out = tmp_path / "out"
+    assert main(["export", str(source), "--out", str(out)]) == 1
+    printed = capsys.readouterr().out.splitlines()
+    assert [line for line in printed if line.startswith("FAILED")] == [
+        f"FAILED super_glue_copa_exercise: {shard}: missing (listed in manifest.json); check "
+        "the cache with p3data verify"]
+    assert printed[-1].startswith("3 exported, 0 already exported, 1 failed")
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted(
+        set(TASKS) - {"super_glue_copa_exercise"})
+
+
+@pytest.mark.parametrize("selection", [[], ["--tasks", "super_glue_copa_.*"],
+                                       ["--mixture", "t0++_train"]])
+def test_an_unfinished_task_asked_for_is_named_and_fails_the_run(cache, tmp_path, capsys,
+                                                                 selection):
+    source = tmp_path / "cache"
+    shutil.copytree(cache, source)
+    (source / "super_glue_copa_exercise" / "COMPLETED").unlink()
+    out = tmp_path / "out"
+    assert main(["export", str(source), "--out", str(out), *selection]) == 1
+    printed = capsys.readouterr().out.splitlines()
+    assert [line for line in printed if line.startswith("FAILED")] == [
+        f"FAILED super_glue_copa_exercise: {source / 'super_glue_copa_exercise'}: not complete "
+        "(no COMPLETED: a run is writing it or crashed); rerun p3data cache to finish it"]
+    assert " 1 failed" in printed[-1]
+    assert not (out / "super_glue_copa_exercise").exists()
+
+
+def test_a_killed_export_is_finished_by_a_rerun(cache, tmp_path):
+    """Killed before any of its file operations, an export leaves a folder its rerun knows
+    as its own (not refused as the user's), and the rerun (taking over the dead run's lock)
+    writes exactly what an uninterrupted export does."""
+    crash = str(Path(__file__).parent / "helpers" / "crash_command.py")
+    (tmp_path / "empty").mkdir()
+    args = ["export", str(cache), "--out", "{out}", "--tasks", "super_glue_copa_exercise"]
+
+    def crash_export(outputs: Path, points: list[int]) -> list[int]:
+        subprocess.run([sys.executable, crash, str(outputs), ",".join(map(str, points)),
+                        str(tmp_path / "empty"), "--", *args], check=True, timeout=900)
+        return [int((outputs / f"{point}.code").read_text()) for point in points]
+
+    assert crash_export(tmp_path / "whole", [-1]) == [0]
+    whole = tree(tmp_path / "whole" / "-1")
+    points = list(range(len((tmp_path / "whole" / "-1.trace").read_text().splitlines())))
+    assert len(points) == 2 + 2 + 3 * 4 + 2 + 2  # lock, record, per split: shard and record,
+    assert crash_export(tmp_path / "runs", points) == [137] * len(points)  # record, card
+    for point in points:
+        out = tmp_path / "runs" / str(point)
+        rerun = [arg.replace("{out}", str(out)) for arg in args]
+        assert main([*rerun, "--force"]) == 0, point
+        assert tree(out) == whole, point

@@ -183,3 +183,59 @@ def test_a_stock_seqio_cache_is_read_and_indexed(stock, built, samples_in_seqio)
     assert provider._get_cached_source("validation").list_shards("validation") == indexed.shards
     assert [indexed[i]["idx"].tolist() for i in range(len(indexed))] == [
         e["idx"].tolist() for e in indexed]
+
+
+CRASH = str(Path(__file__).parent / "helpers" / "crash_command.py")
+
+
+def crash_index(outputs: Path, points: list[int], base: Path) -> list[int]:
+    """`p3data index` on copies of `base`, each killed before one of its file operations."""
+    subprocess.run([sys.executable, CRASH, str(outputs), ",".join(map(str, points)), str(base),
+                    "--", "index", "{out}"], check=True, timeout=600)
+    return [int((outputs / f"{point}.code").read_text()) for point in points]
+
+
+def test_a_killed_index_is_named_by_verify_and_finished_by_a_rerun(built, tmp_path):
+    """Killed before any of its file operations, `p3data index` leaves the data sound: verify
+    says a p3data index was interrupted and to rerun it (not to rebuild the task), and the
+    rerun leaves exactly what an uninterrupted run does."""
+    base = older(built, tmp_path / "older")
+    assert crash_index(tmp_path / "whole", [-1], base) == [0]
+    operations = (tmp_path / "whole" / "-1.trace").read_text().splitlines()
+    assert len(operations) == 2 * (3 * SHARDS + 1) + 2  # indexes and manifest, the lock
+    assert tree(tmp_path / "whole" / "-1") == tree(built)
+    points = list(range(len(operations)))
+    assert crash_index(tmp_path / "runs", points, base) == [137] * len(points)
+    for point in points:
+        out = tmp_path / "runs" / str(point)
+        verdict = verify_cache(str(out))
+        assert verdict.problems == [], (point, verdict.problems)
+        assert verdict.state == ("OK" if point == 0 else "INCOMPLETE"), point
+        assert all("rerun p3data index" in line for line in verdict.unfinished), (
+            point, verdict.unfinished)
+        assert main(["index", "--force", str(out)]) == 0
+        assert verify_cache(str(out)).state == "OK"
+        assert tree(out) == tree(built), point
+
+
+def test_index_on_a_missing_folder_creates_nothing(tmp_path, capsys):
+    assert main(["index", str(tmp_path / "missing")]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and f"{tmp_path / 'missing'}: no such cache folder" in error
+    assert not (tmp_path / "missing").exists()
+
+
+def test_index_mends_an_index_verify_finds_wrong(built, tmp_path):
+    """verify's fix for an index whose offsets are wrong is `p3data index`: it must write it
+    anew, not keep it because it is there and list it in the manifest."""
+    cache = tmp_path / "cache"
+    shutil.copytree(built, cache)
+    index = cache / TASK / index_name("validation", 1, SHARDS)
+    offsets = np.load(index)
+    offsets[1] += 1
+    write_index(str(index), offsets)
+    assert any("rebuild it with p3data index" in line for line in
+               verify_cache(str(cache)).problems)
+    assert main(["index", str(cache)]) == 0
+    assert verify_cache(str(cache)).state == "OK"
+    assert tree(cache) == tree(built)

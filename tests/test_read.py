@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -234,9 +235,10 @@ def test_a_truncated_shard_is_reported_with_its_file_and_offset(copy):
         list(split)
     assert str(err.value).startswith(f"{shard}: record {last} is truncated (its record starts "
                                      f"at byte {offsets[last]}; ")
-    with pytest.raises(P3DataError, match="does not describe its shard of .* rebuild it with "
-                                          "p3data index"):
-        split[len(split) - 1]
+    with pytest.raises(P3DataError, match=re.escape(
+            f"does not describe {shard} ({len(Path(shard).read_bytes()):,} bytes): the shard or "
+            "its index changed since it was indexed; check the cache with p3data verify")):
+        split[len(split) - 1]  # not "rebuild the index": that would not mend the shard
 
 
 def test_reads_from_memory_filesystem(built, read_back):
@@ -262,9 +264,13 @@ def test_only_complete_tasks_are_read(built, tmp_path):
     shutil.copytree(built, tmp_path / "cache")
     (tmp_path / "cache" / PLAIN / "COMPLETED").unlink()
     cache = open_cache(str(tmp_path / "cache"))
-    assert cache.tasks == [CHOICES, TWIN]
-    with pytest.raises(NotFoundError, match=f"no complete task '{PLAIN}'"):
+    assert (cache.tasks, cache.unfinished) == ([CHOICES, TWIN], [PLAIN])
+    with pytest.raises(NotFoundError) as err:
         cache.split(PLAIN, "train")
+    assert str(err.value) == (f"{tmp_path / 'cache' / PLAIN}: not complete (no COMPLETED: a run "
+                              "is writing it or crashed); rerun p3data cache to finish it")
+    with pytest.raises(NotFoundError, match="no complete task 'nosuch'; it has "):
+        cache.split("nosuch", "train")
     with pytest.raises(P3DataError) as err:
         open_cache(str(tmp_path / "cache" / PLAIN))
     assert str(err.value) == (f"{tmp_path / 'cache' / PLAIN}: no COMPLETED, so not a complete "
@@ -296,3 +302,33 @@ def test_p3_layout_without_manifests(built, tmp_path):
     for k in range(SHARDS):
         assert_equal_examples(list(split.examples(shard=(k, SHARDS))),
                               stock(TWIN, "validation", tmp_path / "data", (k, SHARDS)))
+
+
+@pytest.mark.parametrize("indexed", [True, False])
+def test_a_shard_cut_at_a_record_boundary_is_an_error_naming_it(copy, indexed):
+    """A shard missing its last records is sound framing: the counts must tell. With its
+    index the shard is named as it ends; without, the split's total is checked at its end.
+    (Stock seqio reads such a shard without a word.)"""
+    shard, offsets, _ = damaged(copy, lambda data, offsets: data[:int(offsets[-2])])
+    if not indexed:
+        for index in (copy / TWIN).glob("index.*"):
+            index.unlink()
+    split = open_cache(str(copy)).split(TWIN, "validation")
+    where = shard if indexed else f"{copy / TWIN}: split validation"
+    assert len(stock(TWIN, "validation", copy)) == len(split) - 1  # seqio: not a word
+    with pytest.raises(P3DataError, match=re.escape(where)) as err:
+        list(split)
+    assert "check the cache with p3data verify" in str(err.value)
+    assert "\n" not in str(err.value)
+    if indexed:
+        with pytest.raises(P3DataError, match=re.escape(shard)) as err:
+            next(split.examples(shard=(1, SHARDS)))  # one host's share is checked too
+    with pytest.raises(P3DataError, match="check the cache with p3data verify"):
+        split[len(split) - 1]
+
+
+def test_a_shard_with_an_extra_record_is_an_error(copy):
+    shard, offsets, _ = damaged(copy, lambda data, offsets: data + data[:int(offsets[1])])
+    split = open_cache(str(copy)).split(TWIN, "validation")
+    with pytest.raises(P3DataError, match=re.escape(shard)):
+        list(split)

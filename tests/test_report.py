@@ -98,7 +98,7 @@ def test_no_cache_there_is_one_error_line(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["report", str(tmp_path / "empty"), "--out", str(out)]) == 2
     assert capsys.readouterr().err.startswith(
-        f"p3data: error: {tmp_path / 'empty'}: no task folders in it")
+        f"p3data: error: {tmp_path / 'empty'}: holds no task folders")
     assert not out.exists()
 
 
@@ -145,3 +145,30 @@ def test_fast_lengths_count_what_the_decoder_decodes(report):
                     assert value_count(record, start, end) == len(decoded[name.decode()])
                 kinds |= {type(values[0]) for values in decoded.values() if values}
     assert kinds == {bytes, int, float}
+
+
+def test_an_unknown_split_is_one_line_naming_the_caches(report, tmp_path, capsys):
+    out = tmp_path / "report.html"
+    assert main(["report", str(report[0]), "--out", str(out), "--split", "nosuch"]) == 2
+    assert capsys.readouterr().err == (
+        f"p3data: error: {report[0]}: no task has a split 'nosuch'; its tasks' splits are "
+        "test, train, validation (--split)\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("mine", ["report.html", "report.md"])
+def test_a_file_report_did_not_write_is_never_written_over(report, tmp_path, capsys, mine):
+    """The page (named) and its Markdown twin (not named): neither overwrites a user's file;
+    a report p3data wrote is rewritten."""
+    (tmp_path / mine).write_text("my notes\n")
+    out = tmp_path / "report.html"
+    assert main(["report", str(report[0]), "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert error == (f"p3data: error: {tmp_path / mine}: not a report p3data wrote, so it is "
+                     "not written over; choose another file name\n")
+    assert [p.name for p in tmp_path.iterdir()] == [mine]
+    assert (tmp_path / mine).read_text() == "my notes\n"
+    shutil.copy(report[1], out)
+    shutil.copy(report[1].with_suffix(".md"), out.with_suffix(".md"))
+    assert main(["report", str(report[0]), "--out", str(out), "--markdown",
+                 str(tmp_path / "twin.md")]) == 0

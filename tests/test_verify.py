@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers.cache import run_cache
 
@@ -207,3 +208,20 @@ def test_against_another_build_is_as_strict_on_both_sides(cache, tmp_path, capsy
     assert verify(capsys, cache, "--against", other) == (1, [
         f"{TASK}/stats.validation.json: differs",
         f"FAILED: 1 complete tasks checked, 0 unfinished, 1 problems, compared with {other}"])
+
+
+def test_an_unlisted_index_with_wrong_offsets_is_a_problem(cache, capsys):
+    from p3data.format.index import index_name, write_index
+
+    index = cache / TASK / index_name("validation", 0, 1)
+    offsets = np.load(index)
+    (cache / TASK / "index.validation-00000-of-00001.npy").unlink()
+    manifest = json.loads((cache / TASK / "manifest.json").read_text())
+    del manifest["splits"]["validation"]["files"][index.name]
+    (cache / TASK / "manifest.json").write_text(json.dumps(manifest))
+    offsets[1] += 1
+    write_index(str(index), offsets)
+    assert verify(capsys, cache) == (1, [
+        f"{index}: a record index not listed in manifest.json whose offsets are not its "
+        "shard's: rerun p3data index to write it anew",
+        "FAILED: 1 complete tasks checked, 0 unfinished, 1 problems"])

@@ -20,7 +20,7 @@ from typing import BinaryIO
 import numpy as np
 
 from p3data import fs
-from p3data.cache.lock import describe_lock
+from p3data.cache.lock import Holder, describe_lock
 from p3data.errors import P3DataError
 from p3data.format import layout
 from p3data.format.index import RecordIndexError, index_for, offsets_from_lengths, read_index
@@ -31,6 +31,9 @@ from p3data.format.tfrecord import CorruptRecordError, read_records
 TASK_FILES = layout.TASK_FILES
 SEALS = (layout.MANIFEST, layout.COMPLETED)  # files a manifest never lists
 RERUN = "a run is writing it, crashed or failed: rerun p3data cache to finish"
+# `p3data index` adds files to complete task folders: each index, then the manifest listing
+# them, so a run killed in between leaves indexes not listed yet (or a temporary of either).
+RERUN_INDEX = "p3data index is writing it, crashed or failed: rerun p3data index to finish"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +56,7 @@ class TaskCheck:
     task: str | None = None
     listed: dict[str, str] = dataclasses.field(default_factory=dict)
     problems: list[str] = dataclasses.field(default_factory=list)
+    unfinished: list[str] = dataclasses.field(default_factory=list)  # an index run's leftovers
 
 
 @dataclasses.dataclass
@@ -120,20 +124,45 @@ def check_task(folder: str, names: list[str]) -> TaskCheck:
         check.problems.append(str(err))
         return check
     check.task = manifest.task
+    lengths: dict[str, list[int]] = {}  # sound shard -> its records' lengths
     for split, record in manifest.splits.items():
         check.listed.update(record.files)
         check.problems += _check_split(folder, split, files=record.files,
                                        examples=record.examples, num_shards=record.num_shards,
-                                       names=names)
-    check.problems += [
-        f"{fs.join(folder, name)}: not listed in {layout.MANIFEST}, so not part of this build, "
-        "and seqio may read it as data: delete it or rebuild the task"
-        for name in names if name not in SEALS and name not in check.listed]
+                                       names=names, lengths=lengths)
+    for name in names:
+        if name not in SEALS and name not in check.listed:
+            _unlisted(check, name, lengths)
     return check
 
 
+def _unlisted(check: TaskCheck, name: str, lengths: dict[str, list[int]]) -> None:
+    """A file of a complete task that its manifest does not list: what an interrupted
+    `p3data index` leaves is unfinished (an index of a listed shard that holds its offsets, a
+    temporary of an index or the manifest); anything else is a problem."""
+    path = fs.join(check.folder, name)
+    indexed = {index_for(shard): shard_lengths for shard, shard_lengths in lengths.items()}
+    final = temporary["final"] if (temporary := fs.TEMP_NAME.fullmatch(name)) else None
+    if name in indexed:
+        if _check_index(path, indexed[name]):
+            check.problems.append(f"{path}: a record index not listed in {layout.MANIFEST} "
+                                  "whose offsets are not its shard's: rerun p3data index to "
+                                  "write it anew")
+        else:
+            check.unfinished.append(f"{path}: a record index not listed in {layout.MANIFEST} "
+                                    f"yet: {RERUN_INDEX}")
+    elif final == layout.MANIFEST or (final and final.startswith("index.")):
+        check.unfinished.append(f"{path}: a temporary file of p3data index: {RERUN_INDEX}")
+    else:
+        check.problems.append(f"{path}: not listed in {layout.MANIFEST}, so not part of this "
+                              "build, and seqio may read it as data: delete it or rebuild the "
+                              "task")
+
+
 def _check_split(folder: str, split: str, *, files: dict[str, str], examples: int,
-                 num_shards: int, names: list[str]) -> list[str]:
+                 num_shards: int, names: list[str], lengths: dict[str, list[int]]) -> list[str]:
+    """Problems of one split's files; the lengths of the records of its sound shards are
+    added to `lengths`."""
     problems = []
     shards = sorted(name for name in files if ".tfrecord-" in name)
     expected = [layout.shard_name(split, index, num_shards) for index in range(num_shards)]
@@ -141,7 +170,7 @@ def _check_split(folder: str, split: str, *, files: dict[str, str], examples: in
         problems.append(f"{fs.join(folder, layout.MANIFEST)}: split {split}: the shards listed "
                         f"are not its {num_shards} shards {split}.tfrecord-*-of-{num_shards:05d}")
     records = 0
-    lengths: dict[str, list[int]] = {}  # sound shard -> its records' lengths
+    sound: dict[str, list[int]] = {}
     for name, digest in sorted(files.items()):
         path = fs.join(folder, name)
         if name not in names:
@@ -154,7 +183,7 @@ def _check_split(folder: str, split: str, *, files: dict[str, str], examples: in
                 try:
                     for record in read_records(reader, path):
                         shard_lengths.append(len(record))
-                    lengths[name] = shard_lengths
+                    sound[name] = shard_lengths
                 except CorruptRecordError as err:
                     problems.append(str(err))
                 records += len(shard_lengths)
@@ -162,9 +191,10 @@ def _check_split(folder: str, split: str, *, files: dict[str, str], examples: in
                 pass
         if reader.sha256.hexdigest() != digest:
             problems.append(f"{path}: sha256 differs from the manifest")
-    for shard, shard_lengths in lengths.items():
+    for shard, shard_lengths in sound.items():
         if (index := index_for(shard)) in files and index in names:
             problems += _check_index(fs.join(folder, index), shard_lengths)
+    lengths.update(sound)
     if records != examples:
         problems.append(f"{folder}: split {split} has {records} records, stats say {examples}")
     return problems
@@ -219,11 +249,12 @@ def verify_cache(root: str, against: str | None = None) -> Verdict:
 def _verify(root: str) -> tuple[Verdict, list[TaskCheck]]:
     cache = scan(root)
     if not cache.folders and not cache.leftovers:
-        raise _not_a_cache(root)
+        raise not_a_cache(root)
     checks = [check_task(folder, names) for folder, names in cache.folders.items()]
     verdict = Verdict(checked=sum(check.complete for check in checks))
     for check in checks:
         verdict.problems += check.problems
+        verdict.unfinished += check.unfinished
         if not check.complete:
             verdict.unfinished.append(_unfinished(check.folder))
     verdict.unfinished += [_leftover(path) for path in cache.leftovers]
@@ -234,16 +265,27 @@ def _leftover(path: str) -> str:
     name = path.rpartition("/")[2]
     if name == layout.LOCK:
         try:
-            holder = describe_lock(fs.read_bytes(path))
+            data = fs.read_bytes(path)
         except FileNotFoundError:
-            holder = "released while this check ran"
-        return f"{path}: {holder}: {RERUN}, taking over the lock if that run is dead"
+            return f"{path}: released while this check ran: {RERUN}"
+        return (f"{path}: {describe_lock(data)}: {_rerun(data)}, taking over the lock if that "
+                "run is dead")
     if name == layout.WORK_DIR:
         return f"{path}: a run's work files: {RERUN}"
     return f"{path}: a temporary file: {RERUN}"
 
 
-def _not_a_cache(root: str) -> P3DataError:
+def _rerun(lock: bytes) -> str:
+    """What to rerun to finish what the lock's holder was doing: p3data index, or cache."""
+    try:
+        command = Holder.from_json(lock).command
+    except ValueError:
+        return RERUN
+    return RERUN_INDEX if command.startswith("p3data index") else RERUN
+
+
+def not_a_cache(root: str) -> P3DataError:
+    """The error for a folder that holds no task folder: missing, a file, or someone else's."""
     if not fs.exists(root):
         return P3DataError(f"{root}: no such cache folder; give the folder p3data cache wrote")
     if not fs.is_dir(root):

@@ -17,13 +17,19 @@ from __future__ import annotations
 import argparse
 
 from p3data.commands.extras import require
+from p3data.commands.options import cache_root, seconds
+from p3data.errors import P3DataError
 
 
 def run(args: argparse.Namespace) -> int:
+    from p3data import fs
     from p3data.p3.compare import compare_with_p3
 
     require("pyarrow")
-    comparison = compare_with_p3(args.cache_dir, args.p3_dir,
+    if fs.exists(args.p3_dir) and not fs.is_dir(args.p3_dir):
+        raise P3DataError(f"{args.p3_dir}: is a file, not a folder; give the folder that holds "
+                          "a copy of P3 (its data/ or its task folders)")
+    comparison = compare_with_p3(cache_root(args.cache_dir), args.p3_dir,
                                  progress_every=args.progress_every)
     for line in comparison.lines():
         print(line)
@@ -38,6 +44,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     compare.add_argument("p3_dir", metavar="P3_DIR",
                          help="a copy of bigscience/P3: its data/<task>/ TFRecord folders or "
                               "its per-task parquet files")
-    compare.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS",
+    compare.add_argument("--progress-every", type=seconds, default=10.0, metavar="SECONDS",
                          help="a progress line on stderr this often (default 10)")
     compare.set_defaults(run=run)

@@ -5,11 +5,13 @@
 Writes DIR/<task>/<split>-NNNNN-of-MMMMM.parquet for every task of the cache (or of the
 mixtures and task patterns given) and, last, the dataset card DIR/README.md, so that
 `datasets.load_dataset("DIR", "<task>")` and `load_dataset("parquet", data_dir="DIR/<task>")`
-load it. CACHE and DIR are folders or any fsspec URL (gs://, s3://). Examples are streamed:
+load it. CACHE and DIR are folders or any fsspec URL (gs://, s3://); DIR is missing, empty or
+an export p3data made (anything else, and the cache itself, is refused). Examples are streamed:
 memory stays flat whatever the cache's size. A rerun skips the task splits already exported
-with the same settings from the same cache and redoes the rest; one task's failure does not
-stop the others; exit 1 if any failed. One run writes to DIR at a time (its lock
-DIR/.p3data-lock); --force takes over the lock of a run that is dead.
+with the same settings from the same cache and redoes the rest; one task's failure (a missing
+or corrupt file, a task the cache has not finished) does not stop the others; exit 1 if any
+failed. One run writes to DIR at a time (its lock DIR/.p3data-lock); --force takes over the
+lock of a run that is dead.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from typing import TYPE_CHECKING
 
 from p3data.commands.extras import require
 from p3data.commands.options import cache_root, positive_int
+from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
     from p3data.export import Outcome
+    from p3data.read import CacheReader
 
 KINDS = ("exported", "already exported", "failed")
 
@@ -61,19 +65,28 @@ def run(args: argparse.Namespace) -> int:
 
     require("pyarrow")
     cache = open_cache(cache_root(args.cache))
-    tasks, lacking = export.select_tasks(cache.tasks, args.mixture, args.tasks)
+    # Unfinished tasks asked for are selected too: each fails, named, as a task it cannot read.
+    tasks, lacking = export.select_tasks(cache.tasks + cache.unfinished, args.mixture, args.tasks)
     if lacking:
         print(f"[p3data export] the cache lacks {len(lacking):,} of the tasks asked for, e.g. "
               f"{lacking[0]}: they are not exported", file=sys.stderr)
     out = args.out.rstrip("/") or args.out
     settings = export.Settings(args.format, examples_per_shard=args.examples_per_shard)
-    progress = Progress({task: sum(len(cache.split(task, split)) for split in cache.splits(task))
-                         for task in tasks})
+    progress = Progress({task: _examples(cache, task) for task in tasks})
     with progress.bar:
         outcomes = export.export(cache, tasks, out, settings=settings, force=args.force,
                                  on_task=progress.finished, on_examples=progress.written)
     print(summary(outcomes, fs.join(out, export.CARD)))
     return 1 if any(o.status == "failed" for o in outcomes) else 0
+
+
+def _examples(cache: CacheReader, task: str) -> int:
+    """The examples of a task's splits as its stats say; 0 for a task that cannot be read
+    (its export fails and says why, and the other tasks go on)."""
+    try:
+        return sum(len(cache.split(task, split)) for split in cache.splits(task))
+    except P3DataError:
+        return 0
 
 
 def summary(outcomes: Sequence[Outcome], card: str) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from p3data.commands.options import seconds
+
 
 def run(args: argparse.Namespace) -> int:
     from p3data.read.indexing import index_cache
@@ -30,6 +32,6 @@ def register(commands: argparse._SubParsersAction) -> None:
                        help="a cache: p3data's, seqio_cache_tasks', or P3's (local or gs://)")
     index.add_argument("--force", action="store_true",
                        help="take the cache's lock over from a run that is dead")
-    index.add_argument("--progress-every", type=float, default=10.0, metavar="SECONDS",
+    index.add_argument("--progress-every", type=seconds, default=10.0, metavar="SECONDS",
                        help="a progress line on stderr this often (default 10)")
     index.set_defaults(run=run)

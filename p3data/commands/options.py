@@ -24,6 +24,7 @@ SETTING_OPTIONS = {
     "tasks": ("--mixture", "--tasks"),
     "task_pattern": ("--tasks",),
     "lock": ("--force",),
+    "split": ("--split",),
 }
 
 
@@ -97,14 +98,29 @@ def add_data_options(parser: argparse.ArgumentParser, *, max_rows: bool,
 
 def cache_root(path: str) -> str:
     """A cache folder given on the command line, without a trailing slash; an error when there
-    is nothing there. (A gs:// folder exists only as the prefix of the objects in it.)"""
+    is nothing there, or a file. (A gs:// folder exists only as the prefix of the objects in
+    it.)"""
     from p3data import fs
 
     root = path.rstrip("/") or path
     if not (fs.exists(root) or fs.glob(fs.join(root, "*"))):
         raise P3DataError(f"{path}: no such cache folder; build one with p3data cache "
                           f"--output-dir {path}")
+    if fs.exists(root) and not fs.is_dir(root):
+        raise P3DataError(f"{path}: is a file, not a cache folder; give the folder p3data cache "
+                          "wrote")
     return root
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):  # also refuses nan
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}")
+    return value
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from p3data.commands.extras import require
 from p3data.commands.options import cache_root, positive_int, token_lengths, writing
+from p3data.errors import P3DataError
 
 
 def run(args: argparse.Namespace) -> int:
@@ -21,10 +22,12 @@ def run(args: argparse.Namespace) -> int:
 
     require("matplotlib")
     start = time.perf_counter()
-    report = collect(cache_root(args.cache_dir), split=args.split, lengths=args.lengths,
-                     max_records=args.max_records, definitions=t0.load_definitions())
     out = Path(args.out)
     markdown = Path(args.markdown) if args.markdown else out.with_suffix(".md")
+    for path in (out, markdown):
+        refuse_unless_a_report(path)
+    report = collect(cache_root(args.cache_dir), split=args.split, lengths=args.lengths,
+                     max_records=args.max_records, definitions=t0.load_definitions())
     pages = {out: render_html(report),
              markdown: render_markdown(report, out.name if markdown.parent == out.parent
                                        else str(out))}
@@ -41,6 +44,18 @@ def run(args: argparse.Namespace) -> int:
     return 1 if report.problems else 0
 
 
+def refuse_unless_a_report(path: Path) -> None:
+    """p3data writes over no file it did not write: a page or twin is written only where
+    there is nothing, or a report p3data wrote (the page's title, the twin's heading)."""
+    if not path.is_file():
+        return  # nothing there (a folder in the way is an error when writing)
+    with writing(path), path.open("rb") as handle:
+        head = handle.read(1024)
+    if b"<title>p3data report: " not in head and not head.startswith(b"# Cache report: `"):
+        raise P3DataError(f"{path}: not a report p3data wrote, so it is not written over; "
+                          "choose another file name")
+
+
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "report", help="a built cache as an HTML page with plots (and Markdown)",
@@ -50,7 +65,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, metavar="FILE.html", help="the HTML page")
     parser.add_argument("--markdown", metavar="FILE.md",
                         help="the Markdown twin (default: beside the page, ending .md)")
-    parser.add_argument("--split", default="train",
+    parser.add_argument("--split",
                         help="task split to read token lengths from (default: train)")
     parser.add_argument("--lengths", type=token_lengths, default="1024,256", metavar="IN,TGT",
                         help="limits to show truncation at; targets count their EOS "

@@ -1,8 +1,10 @@
 """Record indexes for a cache built without them: stock `seqio_cache_tasks` output, P3's
 folders, or a cache an older p3data wrote (whose manifests then list the new files too).
 
-Resumable: a shard whose index is there and describes it is skipped; each index is written
-atomically, and a task's manifest is rewritten (atomically) once all its indexes are there.
+Resumable: a shard whose index is there and describes it is skipped (in a cache with manifests,
+only one the manifest lists); each index is written atomically, and a task's manifest is
+rewritten (atomically) once all its indexes are there. A run killed in between leaves indexes
+the manifest does not list yet: `p3data verify` says so, and a rerun lists them.
 """
 
 from __future__ import annotations
@@ -44,37 +46,48 @@ class IndexResult:
 
 def index_cache(root: str, *, force: bool = False, progress_every: float = 10.0,
                 out: TextIO = sys.stderr) -> IndexResult:
-    """Write every missing record index of the cache at `root` (holding its lock)."""
+    """Write every missing record index of the cache at `root` (holding its lock, once it is
+    known to be a cache: a wrong path creates nothing)."""
+    open_cache(root)
     with output_lock(root, force=force, command="p3data index " + root):
+        fs.sweep_temporaries(root)
         cache = open_cache(root)
         result = IndexResult(tasks=len(cache.tasks))
         start = last = time.monotonic()
         for task in cache.tasks:
+            manifest = cache.manifest(task)
             indexes: dict[str, dict[str, str]] = {}  # split -> index name -> sha256
             for split in cache.splits(task):
                 indexes[split] = {}
+                listed = manifest.splits[split].files if manifest is not None else None
                 for shard in cache.split(task, split).shards:
-                    name, data = _index(shard, result)
+                    name, data = _index(shard, result, listed)
                     indexes[split][name] = hashlib.sha256(data).hexdigest()
                     if time.monotonic() - last >= progress_every:
                         last = time.monotonic()
                         print(f"[p3data index] {result.shards:,} shards · {result.written:,} "
                               f"indexed · task {task} · elapsed {duration(last - start)}",
                               file=out, flush=True)
-            if _list_in_manifest(cache.folder(task), cache.manifest(task), indexes):
+            if _list_in_manifest(cache.folder(task), manifest, indexes):
                 result.manifests.append(task)
         return result
 
 
-def _index(shard: str, result: IndexResult) -> tuple[str, bytes]:
-    """The shard's index (written unless it is there already): its name and bytes."""
+def _index(shard: str, result: IndexResult, listed: dict[str, str] | None
+           ) -> tuple[str, bytes]:
+    """The shard's index (written unless it is there already): its name and bytes. With a
+    manifest (`listed`: its split's files), an index is kept only as the manifest lists it: one
+    it does not list (or lists otherwise) is written anew, so a damaged index is mended."""
     path, size = index_for(shard), fs.size(shard)
     result.shards += 1
     if fs.exists(path):
         try:
-            return fs.name_of(path), index_bytes(read_index(path, size))
+            data = index_bytes(read_index(path, size))
         except RecordIndexError:
-            pass  # stale or damaged: written again
+            data = None  # stale or damaged: written again
+        if data is not None and (listed is None or listed.get(fs.name_of(path))
+                                 == hashlib.sha256(data).hexdigest()):
+            return fs.name_of(path), data
     offsets = scan_offsets(shard, size)
     data = index_bytes(offsets)
     fs.write_bytes(path, data)

@@ -5,7 +5,9 @@ Reads p3data caches (manifest.json: its format version is checked, its files are
 caches written by stock `seqio_cache_tasks`, and P3's `data/<task>/` folders (no manifest: the
 shards are found as seqio finds them, `<split>.tfrecord-*-of-*<num_shards>`). Only folders
 holding COMPLETED are read, as seqio does. Every record's CRCs are checked: a corrupt or
-truncated record is an error naming its file and byte offset, never skipped.
+truncated record is an error naming its file and byte offset, never skipped. Records are
+counted too (seqio does not): a shard against its record index once it is read, a whole split
+against its stats, so a shard cut at a record boundary is an error, not a shorter split.
 
 Examples come shard after shard, each shard's in file order; `shard=(k, n)` reads output shards
 k, k + n, ... (one data-parallel host's share, as seqio's `ShardInfo`). Random access uses the
@@ -18,55 +20,37 @@ from __future__ import annotations
 import bisect
 import fnmatch
 import posixpath
-from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from itertools import groupby
-from operator import itemgetter
 from typing import Any
 
 import msgspec
 import numpy as np
-from fsspec import AbstractFileSystem
 
 from p3data import fs
-from p3data.cache.verify import scan
+from p3data.cache.verify import not_a_cache, scan
 from p3data.errors import NotFoundError, P3DataError
 from p3data.format import layout
-from p3data.format.example_decoding import ExampleDecodeError, ExampleDecoder, FeatureInfo
-from p3data.format.index import index_for, read_index, scan_offsets
+from p3data.format.example_decoding import ExampleDecoder, FeatureInfo
+from p3data.format.index import RecordIndexError, index_for, read_index, scan_offsets
 from p3data.format.manifest import Manifest, read_manifest
-from p3data.format.tfrecord import HEADER, CorruptRecordError, records_in_blocks, whole_frames
+from p3data.format.tfrecord import CorruptRecordError
+from p3data.read.records import (
+    Example,
+    ShardFile,
+    decode_batch,
+    frames_at,
+    read_examples,
+    shard_records,
+)
 
-Example = dict[str, Any]
-
-BLOCK = 8 << 20  # bytes read at a time from a shard
-BATCH = 512  # records decoded at a time
-
-
-@dataclass(frozen=True)
-class _File:
-    path: str  # as the user spelled the cache, protocol included
-    local: str  # as its filesystem spells it
-    size: int
-    filesystem: AbstractFileSystem
-
-    @classmethod
-    def at(cls, path: str) -> _File:
-        filesystem, local = fs.resolve(path)
-        try:
-            return cls(path, local, filesystem.size(local), filesystem)
-        except FileNotFoundError:
-            raise P3DataError(f"{path}: missing; check the folder (p3data verify checks a "
-                              "cache)") from None
+__all__ = ["CacheReader", "Example", "TaskSplit", "open_cache", "shard_records"]
 
 
 class TaskSplit(Sequence[Example]):
     """One split of one complete task: its examples, in order (`iter`, `examples`) or by
     number (`ts[i]`)."""
 
-    def __init__(self, *, task: str, split: str, folder: str, files: dict[str, _File],
+    def __init__(self, *, task: str, split: str, folder: str, files: dict[str, ShardFile],
                  manifest: Manifest | None):
         self.task, self.split, self.folder = task, split, folder
         self._files, self._manifest = files, manifest
@@ -82,7 +66,7 @@ class TaskSplit(Sequence[Example]):
         self._first_numbers: list[int] = []
         self._all_features: ExampleDecoder | None = None
 
-    def _find_shards(self, num_shards: int | None) -> list[_File]:
+    def _find_shards(self, num_shards: int | None) -> list[ShardFile]:
         if self._manifest is not None:
             names = sorted(name for name in self._manifest.splits[self.split].files
                            if ".tfrecord-" in name)
@@ -123,24 +107,47 @@ class TaskSplit(Sequence[Example]):
         """The examples in order: shard after shard, or one host's shards `(index, count)`;
         only `features` if given. `workers` threads read ahead; the order stays the same."""
         decoder = self._decoder(features)
-        shards = self._shards
+        numbers = range(len(self._shards))
         if shard is not None:
             index, count = shard
-            if not 0 <= index < count <= len(shards):
+            if not 0 <= index < count <= len(numbers):
                 raise P3DataError(f"{self.task}/{self.split}: cannot read shard {index} of "
-                                  f"{count}: the split has {len(shards)} output shards")
-            shards = shards[index::count]
-        return _examples(decoder, shards, workers)
+                                  f"{count}: the split has {len(numbers)} output shards")
+            numbers = numbers[index::count]
+        return self._counted(decoder, numbers, workers, whole=shard is None)
+
+    def _counted(self, decoder: ExampleDecoder, numbers: Sequence[int], workers: int, *,
+                 whole: bool) -> Iterator[Example]:
+        """The examples of shards `numbers`, counted: a shard with a record index must hold
+        as many records as it says, and the whole split as many as its stats say. A shard cut
+        at a record boundary is sound framing: only counting tells it is short. (One host's
+        share of a split without indexes cannot be counted: nothing records its shards'.)"""
+        number_of = {self._shards[number].path: number for number in numbers}
+        read = 0
+
+        def ended(shard: ShardFile, records: int) -> None:
+            nonlocal read
+            read += records
+            if index_for(fs.name_of(shard.path)) in self._files:
+                indexed = len(self.offsets(number_of[shard.path])) - 1
+                if records != indexed:
+                    raise P3DataError(f"{shard.path}: holds {records} records, its record "
+                                      f"index {indexed}; check the cache with p3data verify")
+
+        yield from read_examples(decoder, [self._shards[number] for number in numbers],
+                                 workers, ended)
+        if whole and read != len(self):
+            raise self._miscounted(read)
 
     def __getitem__(self, number: int) -> Example:  # type: ignore[override]
-        return _decode(self._decoder(None), [self._record(number)])[0]
+        return decode_batch(self._decoder(None), [self._record(number)])[0]
 
     def __getitems__(self, numbers: Sequence[int]) -> list[Example]:
         """Several examples by number, decoded together (faster than one at a time): what
         torch's DataLoader asks of a dataset that has this method."""
-        return _decode(self._decoder(None), [self._record(number) for number in numbers])
+        return decode_batch(self._decoder(None), [self._record(number) for number in numbers])
 
-    def _record(self, number: int) -> tuple[_File, int, bytes]:
+    def _record(self, number: int) -> tuple[ShardFile, int, bytes]:
         """Example `number`'s record: (shard, byte offset, payload), its CRCs checked."""
         if not isinstance(number, int | np.integer):
             raise TypeError(f"examples are numbered by int, not {type(number).__name__}")
@@ -153,8 +160,8 @@ class TaskSplit(Sequence[Example]):
         shard, offsets = self._shards[shard_number], self._offsets[shard_number]
         record = number - firsts[shard_number]
         start, end = int(offsets[record]), int(offsets[record + 1])
-        frames, used = _frames(shard.filesystem.cat_file(shard.local, start, end), shard, start,
-                               record)
+        frames, used = frames_at(shard.filesystem.cat_file(shard.local, start, end), shard,
+                                 start, record)
         if len(frames) != 1 or used != end - start:
             raise CorruptRecordError(f"{shard.path}: record {record} does not end where its "
                                      f"index says (it starts at byte {start}); rebuild the "
@@ -167,8 +174,16 @@ class TaskSplit(Sequence[Example]):
         if shard_number not in self._offsets:
             shard = self._shards[shard_number]
             index = self._files.get(index_for(fs.name_of(shard.path)))
-            self._offsets[shard_number] = (read_index(index.path, shard.size) if index
-                                           else scan_offsets(shard.path, shard.size))
+            if index is None:
+                self._offsets[shard_number] = scan_offsets(shard.path, shard.size)
+                return self._offsets[shard_number]
+            try:
+                self._offsets[shard_number] = read_index(index.path, shard.size)
+            except RecordIndexError:  # which of the two changed, only verify can tell
+                raise RecordIndexError(
+                    f"{index.path} does not describe {shard.path} ({shard.size:,} bytes): the "
+                    "shard or its index changed since it was indexed; check the cache with "
+                    "p3data verify") from None
         return self._offsets[shard_number]
 
     def _firsts(self) -> list[int]:
@@ -178,11 +193,14 @@ class TaskSplit(Sequence[Example]):
             for number in range(len(self._shards)):
                 firsts.append(firsts[-1] + len(self.offsets(number)) - 1)
             if firsts[-1] != len(self):
-                raise P3DataError(f"{self.folder}: split {self.split}: its shards hold "
-                                  f"{firsts[-1]} records, {layout.stats_name(self.split)} says "
-                                  f"{len(self)}; check the cache with p3data verify")
+                raise self._miscounted(firsts[-1])
             self._first_numbers = firsts[:-1]
         return self._first_numbers
+
+    def _miscounted(self, records: int) -> P3DataError:
+        return P3DataError(f"{self.folder}: split {self.split}: its shards hold {records} "
+                           f"records, {layout.stats_name(self.split)} says {len(self)}; check "
+                           "the cache with p3data verify")
 
     def _json(self, name: str) -> dict:
         if name not in self._files:
@@ -207,76 +225,6 @@ class TaskSplit(Sequence[Example]):
         return ExampleDecoder({name: self.features[name] for name in features})
 
 
-def _examples(decoder: ExampleDecoder, shards: list[_File], workers: int) -> Iterator[Example]:
-    batch: list[tuple[_File, int, bytes]] = []
-    for record in _records(shards, workers):
-        batch.append(record)
-        if len(batch) == BATCH:
-            yield from _decode(decoder, batch)
-            batch = []
-    yield from _decode(decoder, batch)
-
-
-def shard_records(paths: Sequence[str], *, workers: int = 1) -> Iterator[bytes]:
-    """The serialized examples of TFRecord shards, in order, CRCs checked."""
-    for _, _, payload in _records([_File.at(path) for path in paths], workers):
-        yield payload
-
-
-def _records(shards: list[_File], workers: int) -> Iterator[tuple[_File, int, bytes]]:
-    """(shard, byte offset, payload) of every record of `shards`, in order, CRCs checked."""
-    for shard, blocks in groupby(_blocks(shards, workers), key=itemgetter(0)):
-        for offset, data, start, end in records_in_blocks(map(itemgetter(1), blocks),
-                                                          name=shard.path):
-            yield shard, offset, data[start + HEADER:end - 4]
-
-
-def _blocks(shards: list[_File], workers: int) -> Iterator[tuple[_File, bytes]]:
-    """The shards' bytes, a block at a time, in order; `workers` threads read ahead."""
-    ranges = [(shard, start, min(start + BLOCK, shard.size))
-              for shard in shards for start in range(0, shard.size, BLOCK)]
-    if workers <= 1:
-        for shard, start, end in ranges:
-            yield shard, shard.filesystem.cat_file(shard.local, start, end)
-        return
-    with ThreadPoolExecutor(workers) as pool:
-        ahead: deque[tuple[_File, Future[bytes]]] = deque()
-        try:
-            for shard, start, end in ranges:
-                ahead.append((shard, pool.submit(shard.filesystem.cat_file, shard.local,
-                                                 start, end)))
-                if len(ahead) > workers:
-                    shard_read, future = ahead.popleft()
-                    yield shard_read, future.result()
-            while ahead:
-                shard_read, future = ahead.popleft()
-                yield shard_read, future.result()
-        finally:
-            for _, future in ahead:
-                future.cancel()
-
-
-def _frames(data: bytes, shard: _File, base: int,
-            number: int) -> tuple[list[tuple[int, bytes]], int]:
-    """The whole records at the start of `data` (byte `base` of `shard`, where its record
-    `number` starts) as (offset, payload), CRCs checked, and how many bytes they take."""
-    spans, used = whole_frames(data, name=shard.path, base=base, number=number)
-    return [(base + start, data[start + HEADER:end - 4]) for start, end in spans], used
-
-
-def _decode(decoder: ExampleDecoder, batch: list[tuple[_File, int, bytes]]) -> list[Example]:
-    try:
-        return decoder.decode([payload for _, _, payload in batch])
-    except ExampleDecodeError:
-        for shard, offset, payload in batch:  # find the record, to say where it is
-            try:
-                decoder.decode([payload])
-            except ExampleDecodeError as err:
-                raise ExampleDecodeError(f"{shard.path}: the record at byte {offset}: "
-                                         f"{err}") from None
-        raise
-
-
 class CacheReader:
     """A cache's complete tasks (the folders holding COMPLETED) and their splits."""
 
@@ -284,11 +232,14 @@ class CacheReader:
         self.root = fs.canonical(root.rstrip("/") or root)
         self._fs, _ = fs.resolve(self.root)
         folders = scan(self.root).folders
-        complete = [folder for folder, names in folders.items() if layout.COMPLETED in names]
-        if not complete:
+        if not any(layout.COMPLETED in names for names in folders.values()):
             raise _unreadable(self.root, folders)
-        self._folders = _task_names(self.root, complete)
-        self._listings: dict[str, tuple[dict[str, _File], Manifest | None]] = {}
+        named = _task_names(self.root, list(folders))
+        self._folders = {task: folder for task, folder in named.items()
+                         if layout.COMPLETED in folders[folder]}
+        self._unfinished = {task: folder for task, folder in named.items()
+                            if task not in self._folders}
+        self._listings: dict[str, tuple[dict[str, ShardFile], Manifest | None]] = {}
 
     def __repr__(self) -> str:
         return f"CacheReader({self.root!r}, {len(self._folders)} tasks)"
@@ -298,7 +249,16 @@ class CacheReader:
         """The complete tasks, sorted."""
         return sorted(self._folders)
 
+    @property
+    def unfinished(self) -> list[str]:
+        """The tasks whose folders are there without COMPLETED (seqio reads none), sorted."""
+        return sorted(self._unfinished)
+
     def folder(self, task: str) -> str:
+        if task in self._unfinished:
+            raise NotFoundError(f"{self._unfinished[task]}: not complete (no "
+                                f"{layout.COMPLETED}: a run is writing it or crashed); rerun "
+                                "p3data cache to finish it")
         if task not in self._folders:
             raise NotFoundError(f"{self.root}: no complete task {task!r}" + _known(self.tasks))
         return self._folders[task]
@@ -322,15 +282,15 @@ class CacheReader:
         return TaskSplit(task=task, split=split, folder=self.folder(task), files=files,
                          manifest=manifest)
 
-    def _listing(self, task: str) -> tuple[dict[str, _File], Manifest | None]:
+    def _listing(self, task: str) -> tuple[dict[str, ShardFile], Manifest | None]:
         """The task folder's files (read once), and its manifest if it has one."""
         if task not in self._listings:
             folder = self.folder(task)
             _, local = fs.resolve(folder)
             files = {posixpath.basename(entry["name"]): entry
                      for entry in self._fs.ls(local, detail=True) if entry["type"] == "file"}
-            listing = {name: _File(fs.join(folder, name), entry["name"], entry["size"], self._fs)
-                       for name, entry in files.items()}
+            listing = {name: ShardFile(fs.join(folder, name), entry["name"], entry["size"],
+                                       self._fs) for name, entry in files.items()}
             manifest = read_manifest(folder) if layout.MANIFEST in listing else None
             self._listings[task] = listing, manifest
         return self._listings[task]
@@ -351,16 +311,13 @@ def _known(names: list[str]) -> str:
 
 
 def _unreadable(root: str, folders: dict[str, list[str]]) -> P3DataError:
-    if not fs.exists(root):
-        return P3DataError(f"{root}: no such cache folder")
-    if folders:
-        first = next(iter(folders))
-        return P3DataError(f"{first}: no {layout.COMPLETED}, so not a complete task (a run is "
-                           f"writing it or crashed; seqio would not read it either)"
-                           + (f"; and {len(folders) - 1} more such folders"
-                              if len(folders) > 1 else ""))
-    return P3DataError(f"{root}: holds no task folder (no {layout.COMPLETED}, info or shards, "
-                       "in seqio's or P3's layout)")
+    if not folders:
+        return not_a_cache(root)
+    first = next(iter(folders))
+    return P3DataError(f"{first}: no {layout.COMPLETED}, so not a complete task (a run is "
+                       f"writing it or crashed; seqio would not read it either)"
+                       + (f"; and {len(folders) - 1} more such folders"
+                          if len(folders) > 1 else ""))
 
 
 def open_cache(root: str) -> CacheReader:

@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from p3data import fs, t0
-from p3data.cache.verify import scan
+from p3data.cache.verify import not_a_cache, scan
 from p3data.errors import P3DataError
 from p3data.format import layout
 from p3data.format.example_decoding import ExampleDecodeError, feature_spans, value_count
@@ -27,6 +27,7 @@ from p3data.quality.validate import Lengths
 from p3data.templates.render import RENDER_ERROR
 
 _INPUTS, _TARGETS = INPUTS.encode(), TARGETS.encode()
+DEFAULT_SPLIT = "train"  # token lengths are read from it, unless another split is asked for
 
 
 @dataclass(frozen=True)
@@ -142,22 +143,28 @@ class CacheReport:
         return cut_in, cut_out, cut
 
 
-def collect(root: str, *, split: str, lengths: Lengths, max_records: int,
+def collect(root: str, *, split: str | None, lengths: Lengths, max_records: int,
             definitions: t0.T0Definitions) -> CacheReport:
-    """Everything the report shows, read from the cache at `root`. A task folder that cannot
-    be read is a problem of its own: the report goes on with the other tasks."""
+    """Everything the report shows, read from the cache at `root`, with token lengths of
+    `split` (None: train, if the tasks have it). A split no task has is an error naming the
+    ones they have. A task folder that cannot be read is a problem of its own: the report
+    goes on with the other tasks."""
     folders = scan(root).folders
     if not folders:
-        raise P3DataError(f"{root}: no task folders in it (none holds a {layout.MANIFEST} or "
-                          f"{layout.COMPLETED}); pass the cache's root folder")
+        raise not_a_cache(root)
     tasks, problems = [], []
     for folder, names in folders.items():
-        task, found = read_folder(folder, names, split=split, max_records=max_records)
+        task, found = read_folder(folder, names, split=split or DEFAULT_SPLIT,
+                                  max_records=max_records)
         problems += found
         if task is not None:
             tasks.append(task)
+    known = sorted({counts.split for task in tasks for counts in task.splits})
+    if split is not None and known and split not in known:
+        raise P3DataError(f"{root}: no task has a split {split!r}; its tasks' splits are "
+                          f"{', '.join(known)}", setting="split")
     tasks.sort(key=lambda task: task.task)
-    return CacheReport(root, split, lengths, max_records, tasks,
+    return CacheReport(root, split or DEFAULT_SPLIT, lengths, max_records, tasks,
                        mixture_shares(definitions, tasks), problems)
 
 

@@ -1,0 +1,55 @@
+"""Run any p3data command and die like `kill -9` just before its K-th file operation: the
+crash points of a writer other than `p3data cache` (whose own driver, crash_run.py, also
+reruns), reached deterministically, with crash_run's interception of file operations.
+
+    python tests/helpers/crash_command.py OUTPUTS POINTS BASE -- <command arguments>
+
+For each point K of POINTS (comma-separated; -1 never crashes), a forked child runs the
+command on OUTPUTS/K, a copy of BASE (`{out}` in the arguments stands for it), and dies just
+before its K-th file operation; it writes the operations it ran to OUTPUTS/K.trace, its
+output to OUTPUTS/K.log and its exit code to OUTPUTS/K.code.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from crash_run import OPERATIONS, _intercept
+
+from p3data.cli import main as cli
+
+
+def _child(out: Path, crash_at: int, arguments: list[str]) -> None:
+    log = open(f"{out}.log", "w", encoding="utf-8")  # noqa: SIM115 - outlives os._exit
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    trace = open(f"{out}.trace", "w", encoding="utf-8")  # noqa: SIM115
+    counter = [0]
+    for method in OPERATIONS:
+        _intercept(method, trace, crash_at, counter)
+    code = cli([argument.replace("{out}", str(out)) for argument in arguments])
+    trace.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def main() -> int:
+    split = sys.argv.index("--")
+    outputs, points, base = sys.argv[1:split]
+    for point in points.split(","):
+        out = Path(outputs) / point
+        shutil.copytree(base, out)
+        pid = os.fork()
+        if pid == 0:
+            _child(out, int(point), sys.argv[split + 1:])
+        _, status = os.waitpid(pid, 0)
+        Path(f"{out}.code").write_text(str(os.waitstatus_to_exitcode(status)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
