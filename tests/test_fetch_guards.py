@@ -250,7 +250,7 @@ def test_a_corrupt_hub_file_fails_with_no_pyarrow_thread_left_running(tmp_path):
 
 def test_a_second_fetch_is_refused_while_the_first_holds_the_mirror(hub, tmp_path, capsys):
     mirror = tmp_path / "mirror"
-    writing = mirror / "trec" / ".p3data-tmp-0123abcd-train.parquet"  # the holder's, half done
+    writing = mirror / "trec" / f".p3data-tmp-{'0' * 32}-train.parquet"  # the holder's, half done
     writing.parent.mkdir(parents=True)
     writing.write_bytes(b"half")
     with output_lock(str(mirror), command="p3data fetch trec --to mirror"):
