@@ -1,8 +1,9 @@
-"""The README's training section runs as written: every Python snippet, and every `$ command`
-whose output it shows (compared line by line; a `...` line stands for any lines), in order, in
-a folder where `demo_output/t0_train` is the demo cache and `gs://BUCKET/p3` means it too. A
-snippet that begins `# excerpt of examples/NAME.py` is not run alone: each of its lines (but
-those eliding code with `...`) is a line of that example, which a `$ python` command runs."""
+"""The README's training section, and docs/training.md that goes on from it, run as written:
+every Python snippet, and every `$ command` whose output they show (compared line by line; a
+`...` line stands for any lines), in order, in a folder where `demo_output/t0_train` is the demo
+cache and `gs://BUCKET/p3` means it too. A snippet that begins `# excerpt of examples/NAME.py`
+is not run alone: each of its lines (but those eliding code with `...`) is a line of that
+example, which a `$ python` command runs."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from p3data.vocab import SAMPLE_VOCAB
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Training with any stack"
+TRAINING_DOC = "docs/training.md"
 BUCKET = "gs://BUCKET/p3"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 EXCERPT = re.compile(r"# excerpt of (examples/\S+\.py)\n")
@@ -63,7 +65,8 @@ def matches(expected: tuple[str, ...], got: list[str]) -> bool:
     return re.fullmatch(pattern, "".join(line + "\n" for line in got), re.DOTALL) is not None
 
 
-SNIPPETS = snippets(section((ROOT / "README.md").read_text(), SECTION))
+README_SNIPPETS = snippets(section((ROOT / "README.md").read_text(), SECTION))
+SNIPPETS = README_SNIPPETS + snippets((ROOT / TRAINING_DOC).read_text())
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +79,9 @@ def workdir(demo_cache, tmp_path_factory) -> Path:
 
 
 def test_the_section_has_what_a_user_runs():
-    kinds = {snippet.kind for snippet in SNIPPETS}
-    assert kinds == {"python", "excerpt", "shell"} and len(SNIPPETS) >= 8
-    assert any("add_global_cache_dirs" in snippet.code for snippet in SNIPPETS)
+    kinds = {snippet.kind for snippet in README_SNIPPETS}
+    assert kinds == {"python", "excerpt", "shell"} and len(README_SNIPPETS) >= 8
+    assert any("add_global_cache_dirs" in snippet.code for snippet in README_SNIPPETS)
 
 
 def _code(line: str) -> str:

@@ -1,6 +1,7 @@
 """promptsource templates: loading (with overrides and provenance) and sandboxed, bounded
 rendering."""
 
+from p3data.templates.choice import choice_seed
 from p3data.templates.collection import (
     DatasetTemplates,
     TemplateCollection,
@@ -17,7 +18,6 @@ from p3data.templates.render import (
     Rendered,
     prepare_row,
 )
-from p3data.templates.sandbox import choice_seed
 
 __all__ = [
     "NO_LABEL",

@@ -6,8 +6,9 @@ first reading) and a size limit. The size limit grows with the row, since a temp
 its row: a big row may rightly make big values, while a template that makes gigabytes out of a
 small row is an attack. No value the template makes, nor all of them together, nor the output
 may exceed it; values are checked before they are built where one operation could allocate
-gigabytes (`*`, `**`, `%`, widths, joins), after otherwise. The sandbox
-(`p3data.templates.sandbox`) calls these checks; a breach raises `LimitExceeded`, which the
+gigabytes (`*`, `**`, `%`, widths, joins: `p3data.templates.costs` estimates them), after
+otherwise. The sandbox (`p3data.templates.sandbox`) and the filters its rewriter inserts
+(`p3data.templates.rewriter`) call these checks; a breach raises `LimitExceeded`, which the
 renderer turns into the row's `RenderLimitError`.
 """
 

@@ -26,9 +26,11 @@ from jinja2 import Template as JinjaTemplate
 from jinja2 import TemplateSyntaxError, UndefinedError, meta, nodes
 
 from p3data.errors import RenderLimitError, RowError, TemplateError
+from p3data.templates.choice import RNG_KEY, RowRandom
 from p3data.templates.limits import Budget, LimitExceeded, output, start_render
 from p3data.templates.model import Template
-from p3data.templates.sandbox import ENVIRONMENT, RNG_KEY, RowRandom, limit_template
+from p3data.templates.rewriter import limit_template
+from p3data.templates.sandbox import ENVIRONMENT
 
 TEXT_VAR_LENGTH = 2048
 SEPARATOR = "|||"
@@ -92,7 +94,7 @@ def _uses_choice(ast: nodes.Template) -> bool:
 def _compiled(ast: nodes.Template) -> JinjaTemplate:
     """The template compiled to run under the render limits, its globals a plain dict (they
     are all the environment's): Jinja copies their names into a set at each render."""
-    template = ENVIRONMENT.from_string(limit_template(ast))
+    template = ENVIRONMENT.from_string(limit_template(ast, ENVIRONMENT))
     template.globals = dict(template.globals)
     return template
 
