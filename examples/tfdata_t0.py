@@ -1,4 +1,4 @@
-"""Keras / plain tf.data (TPU recipes, Hugging Face's TF T5): a cached task split as a
+"""Plain tf.data (TPU recipes; keras-hub's T5 in examples/keras_t0.py): a cached task split as a
 `tf.data.Dataset`, parsed as seqio parses its cache; T0's mixture packed by p3data, fed through
 `from_generator`.
 

@@ -21,6 +21,7 @@ from p3data.errors import NotFoundError, P3DataError
 from p3data.format.index import index_for
 from p3data.format.tfrecord import CorruptRecordError
 from p3data.read import open_cache, pack
+from p3data.read.adapters import tf_dataset
 
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")
 
@@ -186,6 +187,9 @@ def test_an_empty_split_yields_no_examples(tmp_path):
     assert list(empty.examples(["inputs", "targets"])) == [] == list(empty)
     assert list(empty.examples(["inputs"], shard=(0, 1))) == []
     assert list(pack(empty.examples(["inputs", "targets"]))) == []
+    dataset = tf_dataset(empty, features=["inputs", "targets"])
+    assert list(dataset) == [] and dataset.element_spec["targets"].dtype.name == "int32"
+    assert list(tf_dataset(empty).padded_batch(2)) == []
     with pytest.raises(NotFoundError, match="no feature 'idx'; it has inputs"):
         next(open_cache(str(tmp_path)).split(task, "train").examples(["inputs", "idx"]))
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from p3data.errors import P3DataError
+from p3data.format.features import FEATURES, INPUTS, INPUTS_TEXT, TARGETS, TARGETS_TEXT
 from p3data.read.reader import Example, TaskSplit
 
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ def tf_dataset(split: TaskSplit, *, features: Sequence[str] | None = None,
     TPU recipes that read TFRecords with plain tf.data."""
     import tensorflow as tf
 
+    if not split.features and not len(split):  # an empty split's info is `{}`
+        return _no_examples(tf, features)
     wanted = {name: info for name, info in split.features.items()
               if features is None or name in features}
     paths = split.shards if shard is None else split.shards[shard[0]::shard[1]]
@@ -73,6 +76,17 @@ def tf_dataset(split: TaskSplit, *, features: Sequence[str] | None = None,
 
     return tf.data.TFRecordDataset(paths).map(parse, num_parallel_calls=tf.data.AUTOTUNE,
                                               deterministic=True)
+
+
+def _no_examples(tf: Any, features: Sequence[str] | None) -> tf.data.Dataset:
+    """An empty dataset typed as T0's feature table says, so a pipeline over every split
+    (batching, packing, mixing) builds on it as on the others."""
+    names = features or [INPUTS, TARGETS, INPUTS_TEXT, TARGETS_TEXT]
+    if unknown := [name for name in names if name not in FEATURES]:
+        raise P3DataError(f"no feature {unknown[0]!r}; T0's features are {', '.join(FEATURES)}")
+    signature = {name: tf.TensorSpec(FEATURES[name].shape, FEATURES[name].dtype)
+                 for name in names}
+    return tf.data.Dataset.from_generator(lambda: iter(()), output_signature=signature)
 
 
 def _parse_spec(tf: Any, dtype: str, shape: tuple) -> Any:
