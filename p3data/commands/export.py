@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if lacking:
         print(f"[p3data export] the cache lacks {len(lacking):,} of the tasks asked for, e.g. "
               f"{lacking[0]}: they are not exported", file=sys.stderr)
-    out = args.out.rstrip("/") or args.out
+    out = fs.without_trailing_slash(args.out)
     settings = export.Settings(args.format, examples_per_shard=args.examples_per_shard)
     progress = Progress({task: _examples(cache, task) for task in tasks})
     with progress.bar:

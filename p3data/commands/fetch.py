@@ -106,7 +106,9 @@ def _folder(path: str, option: str) -> str:
     """A folder given on the command line, without a trailing slash."""
     if not path.strip():
         raise P3DataError(f"{option} names no folder")
-    return path.rstrip("/") or path
+    from p3data import fs
+
+    return fs.without_trailing_slash(path)
 
 
 def _hub_root(given: str | None) -> str | None:
