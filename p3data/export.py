@@ -114,12 +114,8 @@ def select_tasks(available: Sequence[str], mixtures: Sequence[str] = (),
     if mixtures:
         from p3data import t0
 
-        defined = t0.load_definitions().mixtures
-        unknown = [m for m in mixtures if m not in defined]
-        if unknown:
-            raise P3DataError(f"unknown mixture {unknown[0]!r}; known: {', '.join(defined)}",
-                              setting="tasks")
-        wanted = {task for m in mixtures for task in defined[m].tasks}
+        definitions = t0.load_definitions()
+        wanted = {task for name in mixtures for task in definitions.mixture(name).tasks}
         names, lacking = [n for n in names if n in wanted], sorted(wanted - set(names))
     if patterns:
         from p3data.t0 import matching
