@@ -46,10 +46,10 @@ from p3data.cache.plan import (
     build_plan,
     withdraw,
 )
-from p3data.cache.progress import Progress
 from p3data.cache.shard_work import process_unit
 from p3data.cache.summary import RunResult
 from p3data.format.work import SplitSummary, TaskStatus, UnitMarker, read_record, write_record
+from p3data.progress import Progress
 from p3data.t0 import TaskSpec
 from p3data.tokenize import Tokenizer
 

@@ -25,7 +25,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from p3data import fs
-from p3data.cache.progress import duration
 from p3data.errors import P3DataError
 from p3data.format.example_decoding import ExampleDecodeError
 from p3data.format.features import (
@@ -48,6 +47,7 @@ from p3data.p3.cached import (
     row_record,
     values_of,
 )
+from p3data.progress import duration
 from p3data.tables import text_table
 
 TFRECORD_SHARD = re.compile(r"(?P<split>.+)\.tfrecord-(?P<index>\d{5})-of-(?P<count>\d{5})")
