@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from p3data.commands.extras import require
@@ -33,34 +33,9 @@ if TYPE_CHECKING:
 KINDS = ("exported", "already exported", "failed")
 
 
-class Progress:
-    """Examples written of those to write, on stderr (a terminal's: a log gets the summary
-    only); a task's examples not written (already exported, or failed) leave the total."""
-
-    def __init__(self, sizes: Mapping[str, int]):
-        from tqdm import tqdm
-
-        self.sizes, self.tasks = sizes, list(sizes)
-        self.bar = tqdm(total=sum(sizes.values()), unit=" examples", unit_scale=True,
-                        file=sys.stderr, disable=None, dynamic_ncols=True,
-                        desc=self.tasks[0] if self.tasks else None)
-        self.in_task = 0
-
-    def written(self, examples: int) -> None:
-        self.in_task += examples
-        self.bar.update(examples)
-
-    def finished(self, outcome: Outcome) -> None:
-        self.bar.total -= self.sizes[outcome.task] - self.in_task
-        self.in_task = 0
-        following = self.tasks.index(outcome.task) + 1
-        if following < len(self.tasks):
-            self.bar.set_description(self.tasks[following], refresh=False)
-        self.bar.refresh()
-
-
 def run(args: argparse.Namespace) -> int:
     from p3data import export, fs
+    from p3data.progress import ProgressBar
     from p3data.read import open_cache
 
     require("pyarrow")
@@ -72,10 +47,11 @@ def run(args: argparse.Namespace) -> int:
               f"{lacking[0]}: they are not exported", file=sys.stderr)
     out = fs.without_trailing_slash(args.out)
     settings = export.Settings(args.format, examples_per_shard=args.examples_per_shard)
-    progress = Progress({task: _examples(cache, task) for task in tasks})
-    with progress.bar:
+    expected = {task: _examples(cache, task) for task in tasks}
+    with ProgressBar(expected, unit="examples", label="p3data export") as progress:
         outcomes = export.export(cache, tasks, out, settings=settings, force=args.force,
-                                 on_task=progress.finished, on_examples=progress.written)
+                                 on_task=lambda outcome: progress.finish(outcome.task),
+                                 on_examples=progress.advance)
     print(summary(outcomes, fs.join(out, export.CARD)))
     return 1 if any(o.status == "failed" for o in outcomes) else 0
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
     from p3data.datasets.catalog import Catalog, DatasetEntry
+    from p3data.progress import ProgressBar
 
 KINDS = ("fetched", "already verified", "skipped", "failed")
 
@@ -53,36 +53,6 @@ class Outcome:
     @property
     def status(self) -> str:
         return f"{self.kind}: {self.why}" if self.why else self.kind
-
-
-class Progress:
-    """Rows written of the rows to write, bytes written and the ETA, on stderr (a terminal's:
-    a log gets the summary only)."""
-
-    def __init__(self, rows: int):
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=rows, unit=" rows", unit_scale=True, file=sys.stderr,
-                        disable=None, dynamic_ncols=True)
-        self.rows = self.size = 0
-
-    def written(self, rows: int, size: int) -> None:
-        self.rows += rows
-        self.size += size
-        self.bar.set_postfix_str(f"{self.bar.format_sizeof(self.size, 'B', 1024)} written",
-                                 refresh=False)
-        self.bar.update(rows)
-
-    def unwritten(self, rows: int) -> None:
-        """`rows` will not be written after all (already there, skipped or failed)."""
-        self.bar.total -= rows
-        self.bar.refresh()
-
-    @staticmethod
-    def note(line: str) -> None:
-        from tqdm import tqdm
-
-        tqdm.write(f"[p3data fetch] {line}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -169,21 +139,19 @@ def fetch(entries: Sequence[DatasetEntry], mirror: str, *, hub_root: str | None,
     (`force` takes over the lock of a run that died); print the summary."""
     from p3data import fs
     from p3data.cache.lock import output_lock
+    from p3data.progress import ProgressBar
     from p3data.tables import text_table
 
-    asked = {entry.key: 0 if entry.manual_download else sum(entry.splits.values())
-             for entry in entries}
+    expected = {entry.name: 0 if entry.manual_download else sum(entry.splits.values())
+                for entry in entries}
     outcomes = []
     with output_lock(mirror, force=force):
         fs.sweep_temporaries(mirror)  # only now: a live run's temporaries are its own
-        progress = Progress(sum(asked.values()))
-        with progress.bar:
+        with ProgressBar(expected, unit="rows", label="p3data fetch") as progress:
             for entry in entries:
-                progress.bar.set_description(entry.name)
-                before = progress.rows
                 outcomes.append(_fetch_one(entry, mirror, hub_root=hub_root, force=force,
                                            progress=progress))
-                progress.unwritten(asked[entry.key] - (progress.rows - before))
+                progress.finish(entry.name)
     print(text_table(["dataset", "splits", "rows", "bytes", "status"], [
         [o.dataset, o.splits, o.rows, o.size, o.status] for o in outcomes]))
     counts = Counter(outcome.kind for outcome in outcomes)
@@ -193,7 +161,7 @@ def fetch(entries: Sequence[DatasetEntry], mirror: str, *, hub_root: str | None,
 
 
 def _fetch_one(entry: DatasetEntry, mirror: str, *, hub_root: str | None, force: bool,
-               progress: Progress) -> Outcome:
+               progress: ProgressBar) -> Outcome:
     from p3data.datasets.fetch import snapshot
 
     if entry.manual_download:
@@ -203,7 +171,7 @@ def _fetch_one(entry: DatasetEntry, mirror: str, *, hub_root: str | None, force:
                        f"a manual download ({source}); place its rows by hand as {where}")
     try:
         done = snapshot(entry, mirror, hub_root=hub_root, force=force,
-                        on_rows=progress.written)
+                        on_rows=progress.advance)
     except P3DataError as err:
         return Outcome(entry.name, "failed", str(err))
     record = done.record
