@@ -71,7 +71,7 @@ class FeatureSpec(msgspec.Struct, frozen=True):
     sequence: bool
 
 
-class SplitRecord(msgspec.Struct, frozen=True):
+class ExportedSplit(msgspec.Struct, frozen=True):
     examples: int
     num_bytes: int  # the split's size in Arrow, as `datasets` cards count it
     files: dict[str, int]  # name -> bytes
@@ -84,7 +84,7 @@ class TaskRecord(msgspec.Struct, frozen=True):
     settings: Settings
     source: dict[str, Any]  # the cache task folder's file sizes and manifest digest
     features: dict[str, FeatureSpec]
-    splits: dict[str, SplitRecord]
+    splits: dict[str, ExportedSplit]
     complete: bool
 
     @property
@@ -94,7 +94,7 @@ class TaskRecord(msgspec.Struct, frozen=True):
 
 
 @dataclass(frozen=True)
-class Outcome:
+class TaskExportOutcome:
     """One task's line of the summary."""
 
     task: str
@@ -152,7 +152,7 @@ def task_specs(task: str, splits: Mapping[str, Mapping[str, Any]]) -> dict[str, 
                                        with_choices=False))
 
 
-def arrow_schema(specs: Mapping[str, FeatureSpec]) -> pa.Schema:
+def export_arrow_schema(specs: Mapping[str, FeatureSpec]) -> pa.Schema:
     import pyarrow as pa
 
     return pa.schema([(name, _arrow_type(spec)) for name, spec in specs.items()])
@@ -242,7 +242,7 @@ WRITERS = {"parquet": ParquetShard, "jsonl": JsonlShard}
 
 # Names -----------------------------------------------------------------------------------
 
-def shard_name(split: str, index: int, count: int, extension: str) -> str:
+def export_file_name(split: str, index: int, count: int, extension: str) -> str:
     return f"{split}-{index:05d}-of-{count:05d}{extension}"
 
 
@@ -305,7 +305,7 @@ def _intact(files: Mapping[str, int], present: Mapping[str, int]) -> bool:
 # Export ----------------------------------------------------------------------------------
 
 def export_task(cache: CacheReader, task: str, out: str, *, settings: Settings,
-                on_examples: ExamplesWritten = lambda n: None) -> Outcome:
+                on_examples: ExamplesWritten = lambda n: None) -> TaskExportOutcome:
     """Export one task's splits into `out/<task>/`, keeping the splits that a previous run
     with the same settings, from the same cache files, completed."""
     folder = fs.join(out, task)
@@ -318,7 +318,7 @@ def export_task(cache: CacheReader, task: str, out: str, *, settings: Settings,
     done = {split: record for split, record in previous.splits.items()
             if split in splits and _intact(record.files, present)} if same else {}
     if same and previous.complete and done.keys() == splits.keys():
-        return Outcome(task, "already exported", previous)
+        return TaskExportOutcome(task, "already exported", previous)
     specs = task_specs(task, {split: ts.features for split, ts in splits.items()})
     record = TaskRecord(task, settings, source, specs, done, complete=False)
     _write_record(folder, record)  # first: what the folder holds is no longer complete
@@ -327,22 +327,22 @@ def export_task(cache: CacheReader, task: str, out: str, *, settings: Settings,
     for split, ts in splits.items():
         if split not in done:
             written = export_split(ts, folder, split=split, task=task, settings=settings,
-                                   schema=arrow_schema(specs), on_examples=on_examples)
+                                   schema=export_arrow_schema(specs), on_examples=on_examples)
             record = msgspec.structs.replace(record, splits={**record.splits, split: written})
             _write_record(folder, record)
     record = msgspec.structs.replace(record, splits={s: record.splits[s] for s in splits},
                                      complete=True)
     _write_record(folder, record)
-    return Outcome(task, "exported", record)
+    return TaskExportOutcome(task, "exported", record)
 
 
 def export_split(ts: TaskSplit, folder: str, *, split: str, task: str, schema: pa.Schema,
-                 settings: Settings, on_examples: ExamplesWritten) -> SplitRecord:
+                 settings: Settings, on_examples: ExamplesWritten) -> ExportedSplit:
     """Write one split's shards under temporary names, then rename them all into place. An
     empty split has no file (P3 has none either): `datasets` fails on a split without rows."""
     expected = len(ts)
     count = math.ceil(expected / settings.examples_per_shard)
-    names = [shard_name(split, i, count, settings.extension) for i in range(count)]
+    names = [export_file_name(split, i, count, settings.extension) for i in range(count)]
     temporaries = {name: fs.join(folder, fs.temporary_name(name)) for name in names}
     fs.makedirs(folder)
     examples = iter(ts.examples())
@@ -365,7 +365,7 @@ def export_split(ts: TaskSplit, folder: str, *, split: str, task: str, schema: p
     except BaseException:
         fs.delete(list(temporaries.values()))
         raise
-    return SplitRecord(examples=written, num_bytes=num_bytes, files=sizes)
+    return ExportedSplit(examples=written, num_bytes=num_bytes, files=sizes)
 
 
 def _row_groups(examples: Iterable[Mapping[str, Any]], limit: int
@@ -404,8 +404,8 @@ def _rename(source: str, target: str) -> None:
 
 def export(cache: CacheReader, tasks: Sequence[str], out: str, *, settings: Settings,
            force: bool = False,
-           on_task: Callable[[Outcome], None] = lambda outcome: None,
-           on_examples: ExamplesWritten = lambda n: None) -> list[Outcome]:
+           on_task: Callable[[TaskExportOutcome], None] = lambda outcome: None,
+           on_examples: ExamplesWritten = lambda n: None) -> list[TaskExportOutcome]:
     """Export `tasks` of `cache` into `out` holding its lock (`force` takes a dead run's over),
     then write the card from every task complete in `out`. `out` is refused unless it is
     empty or an export p3data made. A task that fails (a corrupt record, a cache that does
@@ -423,7 +423,7 @@ def export(cache: CacheReader, tasks: Sequence[str], out: str, *, settings: Sett
                     outcome = export_task(cache, task, out, settings=settings,
                                           on_examples=on_examples)
                 except (P3DataError, OSError) as err:
-                    outcome = Outcome(task, "failed", reason=_one_line(err))
+                    outcome = TaskExportOutcome(task, "failed", reason=_one_line(err))
                 on_task(outcome)
                 outcomes.append(outcome)
         finally:  # interrupted too: the card lists no task that is being rewritten

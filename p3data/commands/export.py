@@ -27,7 +27,7 @@ from p3data.commands.options import cache_root, positive_int
 from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
-    from p3data.export import Outcome
+    from p3data.export import TaskExportOutcome
     from p3data.read import CacheReader
 
 KINDS = ("exported", "already exported", "failed")
@@ -65,7 +65,7 @@ def _examples(cache: CacheReader, task: str) -> int:
         return 0
 
 
-def summary(outcomes: Sequence[Outcome], card: str) -> str:
+def summary(outcomes: Sequence[TaskExportOutcome], card: str) -> str:
     """Per task: splits, examples, files and bytes written (or held); one line per failure."""
     from p3data.tables import text_table
 

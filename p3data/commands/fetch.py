@@ -40,7 +40,7 @@ KINDS = ("fetched", "already verified", "skipped", "failed")
 
 
 @dataclass(frozen=True)
-class Outcome:
+class DatasetFetchOutcome:
     """One dataset's line of the summary: its kind (one of KINDS), and why if it has a why."""
 
     dataset: str
@@ -161,27 +161,27 @@ def fetch(entries: Sequence[DatasetEntry], mirror: str, *, hub_root: str | None,
 
 
 def _fetch_one(entry: DatasetEntry, mirror: str, *, hub_root: str | None, force: bool,
-               progress: ProgressBar) -> Outcome:
+               progress: ProgressBar) -> DatasetFetchOutcome:
     from p3data.datasets.fetch import snapshot
 
     if entry.manual_download:
         source = entry.manual_download.get("url", "see the catalog")
         where = f"{entry.key.folder(mirror)}/<split>.jsonl"
-        return Outcome(entry.name, "skipped",
-                       f"a manual download ({source}); place its rows by hand as {where}")
+        why = f"a manual download ({source}); place its rows by hand as {where}"
+        return DatasetFetchOutcome(entry.name, "skipped", why)
     try:
         done = snapshot(entry, mirror, hub_root=hub_root, force=force,
                         on_rows=progress.advance)
     except P3DataError as err:
-        return Outcome(entry.name, "failed", str(err))
+        return DatasetFetchOutcome(entry.name, "failed", str(err))
     record = done.record
     for line in record.drift:
         progress.note(f"{entry.name}: accepted drift from T0's rows: {line}")
     if done.fetched and not record.commit_resolved:
         progress.note(f"{entry.name}: read {record.source} at {record.commit}, a revision "
                       "name, not a commit SHA: the snapshot is unresolved")
-    return Outcome(entry.name, "fetched" if done.fetched else "already verified",
-                   splits=len(record.splits), rows=record.rows, size=record.size)
+    return DatasetFetchOutcome(entry.name, "fetched" if done.fetched else "already verified",
+                               splits=len(record.splits), rows=record.rows, size=record.size)
 
 
 def verify(mirror: str) -> int:
