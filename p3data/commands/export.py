@@ -27,32 +27,36 @@ from p3data.commands.options import cache_root, positive_int
 from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
-    from p3data.export import TaskExportOutcome
+    from p3data.export.task import TaskExportOutcome
     from p3data.read import CacheReader
 
 KINDS = ("exported", "already exported", "failed")
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data import export, fs
+    from p3data import fs
+    from p3data.export.folder import export_tasks
+    from p3data.export.naming import CARD
+    from p3data.export.records import Settings
+    from p3data.export.selection import select_tasks
     from p3data.progress import ProgressBar
     from p3data.read import open_cache
 
     require("pyarrow")
     cache = open_cache(cache_root(args.cache))
     # Unfinished tasks asked for are selected too: each fails, named, as a task it cannot read.
-    tasks, lacking = export.select_tasks(cache.tasks + cache.unfinished, args.mixture, args.tasks)
+    tasks, lacking = select_tasks(cache.tasks + cache.unfinished, args.mixture, args.tasks)
     if lacking:
         print(f"[p3data export] the cache lacks {len(lacking):,} of the tasks asked for, e.g. "
               f"{lacking[0]}: they are not exported", file=sys.stderr)
     out = fs.without_trailing_slash(args.out)
-    settings = export.Settings(args.format, examples_per_shard=args.examples_per_shard)
+    settings = Settings(args.format, examples_per_shard=args.examples_per_shard)
     expected = {task: _examples(cache, task) for task in tasks}
     with ProgressBar(expected, unit="examples", label="p3data export") as progress:
-        outcomes = export.export(cache, tasks, out, settings=settings, force=args.force,
-                                 on_task=lambda outcome: progress.finish(outcome.task),
-                                 on_examples=progress.advance)
-    print(summary(outcomes, fs.join(out, export.CARD)))
+        outcomes = export_tasks(cache, tasks, out, settings=settings, force=args.force,
+                                on_task=lambda outcome: progress.finish(outcome.task),
+                                on_examples=progress.advance)
+    print(summary(outcomes, fs.join(out, CARD)))
     return 1 if any(o.status == "failed" for o in outcomes) else 0
 
 
@@ -86,7 +90,7 @@ def summary(outcomes: Sequence[TaskExportOutcome], card: str) -> str:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from p3data.export import DEFAULT_EXAMPLES_PER_SHARD, FORMATS
+    from p3data.export.records import DEFAULT_EXAMPLES_PER_SHARD, FORMATS
 
     parser = commands.add_parser(
         "export", help="write a cache as parquet or JSON lines with a dataset card",
