@@ -21,7 +21,8 @@ from pathlib import Path
 
 from common import DATASETS, PeakMemory, write_mirror
 
-from p3data import export
+from p3data.export.folder import export_tasks
+from p3data.export.records import DEFAULT_EXAMPLES_PER_SHARD, FORMATS, Settings
 from p3data.read import open_cache
 from p3data.vocab import SAMPLE_VOCAB
 
@@ -46,7 +47,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=7_700, help="source rows per dataset")
     parser.add_argument("--examples-per-shard", type=int,
-                        default=export.DEFAULT_EXAMPLES_PER_SHARD)
+                        default=DEFAULT_EXAMPLES_PER_SHARD)
     parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "p3data-bench"))
     args = parser.parse_args()
     cache = open_cache(str(build_cache(Path(args.work), args.rows)))
@@ -64,14 +65,14 @@ def main() -> None:
     seconds = time.perf_counter() - start
     print(f"{'read':8} {examples / seconds:9,.0f} examples/s  (p3data.read alone, for "
           "comparison)")
-    for kind in export.FORMATS:
+    for kind in FORMATS:
         out = Path(args.work) / f"export-{kind}"
         shutil.rmtree(out, ignore_errors=True)
-        settings = export.Settings(kind, examples_per_shard=args.examples_per_shard)
+        settings = Settings(kind, examples_per_shard=args.examples_per_shard)
         with PeakMemory(os.getpid()) as memory:
             start = time.perf_counter()
-            outcomes = export.export(open_cache(str(cache.root)), tasks, str(out),
-                                     settings=settings)
+            outcomes = export_tasks(open_cache(str(cache.root)), tasks, str(out),
+                                    settings=settings)
             seconds = time.perf_counter() - start
         assert all(o.status == "exported" for o in outcomes), outcomes
         written = sum(p.stat().st_size for p in out.rglob(f"*.{kind}"))
@@ -79,7 +80,7 @@ def main() -> None:
               f"MB/s written ({written / 1e6:.1f} MB in {seconds:.1f} s)  peak RSS "
               f"{memory.peak / 2**20:,.0f} MiB")
         start = time.perf_counter()
-        export.export(open_cache(str(cache.root)), tasks, str(out), settings=settings)
+        export_tasks(open_cache(str(cache.root)), tasks, str(out), settings=settings)
         print(f"{'':8} rerun (nothing to do): {time.perf_counter() - start:.2f} s")
 
 

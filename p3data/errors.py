@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Collection
+
 
 class P3DataError(Exception):
     """Base class of every error p3data raises on purpose.
@@ -51,3 +54,22 @@ class RenderLimitError(RowError):
 
 class NotFoundError(P3DataError, LookupError):
     """A name (dataset, template, task, mixture) that is not known; says what is."""
+
+    # Up to this many known names are all listed; more are pointed to (`listed_by`).
+    MAX_LISTED = 10
+
+    @classmethod
+    def unknown(cls, what: str, name: str, known: Collection[str], *,
+                listed_by: str | None = None, setting: str | None = None) -> NotFoundError:
+        """The one wording of a name not found: `unknown <what> '<name>'`, the known names
+        it may be a typo of, then the known names themselves when they are few, or else
+        (without a likely typo) where to find them."""
+        close = difflib.get_close_matches(name, list(known), n=3)
+        message = f"unknown {what} {name!r}"
+        if close:
+            message += f"; did you mean {', '.join(close)}?"
+        if len(known) <= cls.MAX_LISTED:
+            message += f"{'' if close else ';'} known: {', '.join(known)}"
+        elif listed_by and not close:
+            message += f"; see {listed_by}"
+        return cls(message, setting=setting)

@@ -54,6 +54,11 @@ def join(*parts: str) -> str:
     return posixpath.join(*parts)
 
 
+def without_trailing_slash(path: str) -> str:
+    """`path` without trailing slashes, as listings spell folders (`/` itself stays `/`)."""
+    return path.rstrip("/") or path
+
+
 def name_of(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 

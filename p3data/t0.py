@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog, DatasetEntry
-from p3data.errors import P3DataError
+from p3data.errors import NotFoundError, P3DataError
 from p3data.templates import Template, TemplateCollection
 
 MAX_EXAMPLES_PER_DATASET = 500_000
@@ -140,6 +140,24 @@ class T0Definitions:
         """`MixtureSpec.rate` of one task of one mixture, by name."""
         return self.mixtures[mixture].rate(self.tasks[task], examples)
 
+    def mixture(self, name: str) -> MixtureSpec:
+        """The mixture called `name`, or the one error for a mixture that is not defined."""
+        spec = self.mixtures.get(name)
+        if spec is None:
+            raise NotFoundError.unknown("mixture", name, self.mixtures, setting="tasks")
+        return spec
+
+    def task(self, name: str) -> TaskSpec:
+        """The task called `name`, or the one error for a task that is not defined (saying
+        so when `name` is a mixture's)."""
+        spec = self.tasks.get(name)
+        if spec is not None:
+            return spec
+        if name in self.mixtures:
+            raise NotFoundError(f"{name!r} is a mixture, not a task; its tasks: "
+                                f"p3data list --mixture {name}")
+        raise NotFoundError.unknown("task", name, self.tasks, listed_by="p3data list")
+
 
 _RoundNames = dict[str | None, tuple[str, str | None]]  # round -> (task, score-eval twin)
 
@@ -242,11 +260,8 @@ def select(definitions: T0Definitions, mixtures: Sequence[str] = (),
     must match whole task names, as seqio's `--tasks` does."""
     if not mixtures and not patterns:
         raise P3DataError("no tasks chosen: name mixtures or task patterns", setting="tasks")
-    unknown = [m for m in mixtures if m not in definitions.mixtures]
-    if unknown:
-        raise P3DataError(f"unknown mixture {unknown[0]!r}; known: "
-                          + ", ".join(definitions.mixtures))
-    names = (list(dict.fromkeys(t for m in mixtures for t in definitions.mixtures[m].tasks))
+    chosen = [definitions.mixture(name) for name in mixtures]
+    names = (list(dict.fromkeys(t for mixture in chosen for t in mixture.tasks))
              if mixtures else list(definitions.tasks))
     if patterns:
         names = matching(names, patterns)

@@ -46,10 +46,10 @@ from p3data.cache.plan import (
     build_plan,
     withdraw,
 )
-from p3data.cache.progress import Progress
 from p3data.cache.shard_work import process_unit
 from p3data.cache.summary import RunResult
 from p3data.format.work import SplitSummary, TaskStatus, UnitMarker, read_record, write_record
+from p3data.progress import MarkerProgress
 from p3data.t0 import TaskSpec
 from p3data.tokenize import Tokenizer
 
@@ -227,8 +227,8 @@ def _run_pipeline(plan: CachePlan, pipeline: beam.Pipeline, progress_every: floa
     todo = {work.unit_marker(u.name): u.rows for u in plan.units if u.name not in plan.resumed}
     fs.delete([path for path in fs.glob(work.unit_markers) if path in todo])
     fs.delete_tree(work.assembled_root)
-    with Progress(unit_markers=work.unit_markers, todo=todo,
-                  assembled_markers=work.assembled_markers, splits=plan.task_splits,
-                  interval=progress_every, stream=out):
+    with MarkerProgress(unit_markers=work.unit_markers, todo=todo,
+                        assembled_markers=work.assembled_markers, splits=plan.task_splits,
+                        interval=progress_every, stream=out):
         build(pipeline, plan)
         pipeline.run().wait_until_finish()

@@ -19,9 +19,10 @@ import yaml
 from helpers.cache import run_cache, tree
 from helpers.templates import template_entry, write_templates
 
-from p3data import export
 from p3data.cache.lock import output_lock
 from p3data.cli import main
+from p3data.export.folder import export_tasks
+from p3data.export.records import Settings
 from p3data.read import open_cache
 
 # A task with answer choices, its score-eval twin, one with an unusual split name
@@ -138,8 +139,8 @@ def test_jsonl_round_trip(cache, tmp_path):
 
 def test_shards_and_row_groups_are_bounded(cache, tmp_path):
     task = "super_glue_copa_exercise_score_eval"
-    settings = export.Settings("parquet", examples_per_shard=8, row_group_examples=3)
-    outcomes = export.export(open_cache(str(cache)), [task], str(tmp_path), settings=settings)
+    settings = Settings("parquet", examples_per_shard=8, row_group_examples=3)
+    outcomes = export_tasks(open_cache(str(cache)), [task], str(tmp_path), settings=settings)
     assert [o.status for o in outcomes] == ["exported"]
     examples = reader_examples(cache, task, "train")
     files = sorted((tmp_path / task).glob("train-*.parquet"))

@@ -31,7 +31,7 @@ from p3data import __version__, fs
 from p3data.cache.verify import verify_task
 from p3data.cli import main
 from p3data.datasets.catalog import Catalog
-from p3data.datasets.fetch import arrow_schema, snapshot
+from p3data.datasets.fetch import catalog_arrow_schema, snapshot
 from p3data.datasets.hub import HubStore
 from p3data.datasets.samples import generate_rows
 from p3data.datasets.snapshot import SNAPSHOT, FileRecord, read_snapshot
@@ -198,7 +198,7 @@ def test_a_big_split_is_cut_into_files_and_a_refetch_leaves_no_stale_file(hub, t
 def test_the_mirror_schema_holds_the_rows_of_every_catalog_entry():
     """Rows shaped as each catalog entry declares go through the mirror's schema unchanged."""
     for entry in Catalog.load():
-        schema = arrow_schema(entry.features)
+        schema = catalog_arrow_schema(entry.features)
         for split in entry.splits:
             rows = list(generate_rows(entry, split, 3, 0))
             assert pa.Table.from_pylist(rows, schema).to_pylist() == rows, entry.name

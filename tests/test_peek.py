@@ -80,7 +80,7 @@ def test_missing_cache_folder(tmp_path, capsys):
 
 def test_unknown_task_suggests_names(cache, capsys):
     err = mistake(capsys, str(cache), "super_glue_rte_GPT3_style")
-    assert "no task named 'super_glue_rte_GPT3_style'; did you mean super_glue_rte_GPT_3_style" \
+    assert "unknown task 'super_glue_rte_GPT3_style'; did you mean super_glue_rte_GPT_3_style" \
         in err
 
 

@@ -89,10 +89,10 @@ def test_score_eval_twins_are_validated_through_their_base(fixture_tasks):
 
 
 def test_thresholds():
-    from p3data.quality.validate import TaskReport
+    from p3data.quality.validate import TaskSplitValidation
 
-    report = TaskReport("t", "d", "tpl", "train", "train", read=10, kept=8,
-                        dropped={"no_separator": 2}, truncated=4, off_choices=1)
+    report = TaskSplitValidation("t", "d", "tpl", "train", "train", read=10, kept=8,
+                                 dropped={"no_separator": 2}, truncated=4, off_choices=1)
     assert Thresholds(max_drop_rate=0.3).violations(report) == []
     assert Thresholds(max_drop_rate=0.1).violations(report) == ["t (train): drop rate 0.200 > 0.1"]
     assert Thresholds(max_truncated_rate=0.4).violations(report) == [

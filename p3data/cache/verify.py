@@ -82,7 +82,7 @@ class Verdict:
 
 def scan(root: str) -> Cache:
     """Find task folders by what they hold, at any depth (seqio's `:` levels, P3's `data/`)."""
-    root = fs.canonical(root.rstrip("/") or root)
+    root = fs.canonical(fs.without_trailing_slash(root))
     by_folder: dict[str, list[str]] = defaultdict(list)
     leftovers: set[str] = set()
     for path in fs.walk_files(root):

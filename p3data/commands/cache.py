@@ -35,8 +35,9 @@ def run(args: argparse.Namespace) -> int:
     _check_data_dir(args.data_dir)
     specs = t0.select(t0.load_definitions(), args.mixture, args.tasks)
     config = CacheConfig(
-        output_dir=args.output_dir.rstrip("/"), vocab_model=read_vocabulary(args.vocab),
-        data_dir=args.data_dir, hub_root=args.hub_root, seed=args.seed, shards=args.shards,
+        output_dir=fs.without_trailing_slash(args.output_dir),
+        vocab_model=read_vocabulary(args.vocab), data_dir=args.data_dir,
+        hub_root=args.hub_root, seed=args.seed, shards=args.shards,
         p3_layout=args.p3_layout, rows_per_shard=args.rows_per_shard,
         max_error_rate=args.max_error_rate)
     with console.libraries_to_log(args.verbose, "cache") as stream:

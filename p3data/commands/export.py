@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from p3data.commands.extras import require
@@ -27,56 +27,36 @@ from p3data.commands.options import cache_root, positive_int
 from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
-    from p3data.export import Outcome
+    from p3data.export.task import TaskExportOutcome
     from p3data.read import CacheReader
 
 KINDS = ("exported", "already exported", "failed")
 
 
-class Progress:
-    """Examples written of those to write, on stderr (a terminal's: a log gets the summary
-    only); a task's examples not written (already exported, or failed) leave the total."""
-
-    def __init__(self, sizes: Mapping[str, int]):
-        from tqdm import tqdm
-
-        self.sizes, self.tasks = sizes, list(sizes)
-        self.bar = tqdm(total=sum(sizes.values()), unit=" examples", unit_scale=True,
-                        file=sys.stderr, disable=None, dynamic_ncols=True,
-                        desc=self.tasks[0] if self.tasks else None)
-        self.in_task = 0
-
-    def written(self, examples: int) -> None:
-        self.in_task += examples
-        self.bar.update(examples)
-
-    def finished(self, outcome: Outcome) -> None:
-        self.bar.total -= self.sizes[outcome.task] - self.in_task
-        self.in_task = 0
-        following = self.tasks.index(outcome.task) + 1
-        if following < len(self.tasks):
-            self.bar.set_description(self.tasks[following], refresh=False)
-        self.bar.refresh()
-
-
 def run(args: argparse.Namespace) -> int:
-    from p3data import export, fs
+    from p3data import fs
+    from p3data.export.folder import export_tasks
+    from p3data.export.naming import CARD
+    from p3data.export.records import Settings
+    from p3data.export.selection import select_tasks
+    from p3data.progress import ProgressBar
     from p3data.read import open_cache
 
     require("pyarrow")
     cache = open_cache(cache_root(args.cache))
     # Unfinished tasks asked for are selected too: each fails, named, as a task it cannot read.
-    tasks, lacking = export.select_tasks(cache.tasks + cache.unfinished, args.mixture, args.tasks)
+    tasks, lacking = select_tasks(cache.tasks + cache.unfinished, args.mixture, args.tasks)
     if lacking:
         print(f"[p3data export] the cache lacks {len(lacking):,} of the tasks asked for, e.g. "
               f"{lacking[0]}: they are not exported", file=sys.stderr)
-    out = args.out.rstrip("/") or args.out
-    settings = export.Settings(args.format, examples_per_shard=args.examples_per_shard)
-    progress = Progress({task: _examples(cache, task) for task in tasks})
-    with progress.bar:
-        outcomes = export.export(cache, tasks, out, settings=settings, force=args.force,
-                                 on_task=progress.finished, on_examples=progress.written)
-    print(summary(outcomes, fs.join(out, export.CARD)))
+    out = fs.without_trailing_slash(args.out)
+    settings = Settings(args.format, examples_per_shard=args.examples_per_shard)
+    expected = {task: _examples(cache, task) for task in tasks}
+    with ProgressBar(expected, unit="examples", label="p3data export") as progress:
+        outcomes = export_tasks(cache, tasks, out, settings=settings, force=args.force,
+                                on_task=lambda outcome: progress.finish(outcome.task),
+                                on_examples=progress.advance)
+    print(summary(outcomes, fs.join(out, CARD)))
     return 1 if any(o.status == "failed" for o in outcomes) else 0
 
 
@@ -89,7 +69,7 @@ def _examples(cache: CacheReader, task: str) -> int:
         return 0
 
 
-def summary(outcomes: Sequence[Outcome], card: str) -> str:
+def summary(outcomes: Sequence[TaskExportOutcome], card: str) -> str:
     """Per task: splits, examples, files and bytes written (or held); one line per failure."""
     from p3data.tables import text_table
 
@@ -110,7 +90,7 @@ def summary(outcomes: Sequence[Outcome], card: str) -> str:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from p3data.export import DEFAULT_EXAMPLES_PER_SHARD, FORMATS
+    from p3data.export.records import DEFAULT_EXAMPLES_PER_SHARD, FORMATS
 
     parser = commands.add_parser(
         "export", help="write a cache as parquet or JSON lines with a dataset card",

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -35,12 +34,13 @@ from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
     from p3data.datasets.catalog import Catalog, DatasetEntry
+    from p3data.progress import ProgressBar
 
 KINDS = ("fetched", "already verified", "skipped", "failed")
 
 
 @dataclass(frozen=True)
-class Outcome:
+class DatasetFetchOutcome:
     """One dataset's line of the summary: its kind (one of KINDS), and why if it has a why."""
 
     dataset: str
@@ -53,36 +53,6 @@ class Outcome:
     @property
     def status(self) -> str:
         return f"{self.kind}: {self.why}" if self.why else self.kind
-
-
-class Progress:
-    """Rows written of the rows to write, bytes written and the ETA, on stderr (a terminal's:
-    a log gets the summary only)."""
-
-    def __init__(self, rows: int):
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=rows, unit=" rows", unit_scale=True, file=sys.stderr,
-                        disable=None, dynamic_ncols=True)
-        self.rows = self.size = 0
-
-    def written(self, rows: int, size: int) -> None:
-        self.rows += rows
-        self.size += size
-        self.bar.set_postfix_str(f"{self.bar.format_sizeof(self.size, 'B', 1024)} written",
-                                 refresh=False)
-        self.bar.update(rows)
-
-    def unwritten(self, rows: int) -> None:
-        """`rows` will not be written after all (already there, skipped or failed)."""
-        self.bar.total -= rows
-        self.bar.refresh()
-
-    @staticmethod
-    def note(line: str) -> None:
-        from tqdm import tqdm
-
-        tqdm.write(f"[p3data fetch] {line}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,7 +76,9 @@ def _folder(path: str, option: str) -> str:
     """A folder given on the command line, without a trailing slash."""
     if not path.strip():
         raise P3DataError(f"{option} names no folder")
-    return path.rstrip("/") or path
+    from p3data import fs
+
+    return fs.without_trailing_slash(path)
 
 
 def _hub_root(given: str | None) -> str | None:
@@ -167,21 +139,19 @@ def fetch(entries: Sequence[DatasetEntry], mirror: str, *, hub_root: str | None,
     (`force` takes over the lock of a run that died); print the summary."""
     from p3data import fs
     from p3data.cache.lock import output_lock
+    from p3data.progress import ProgressBar
     from p3data.tables import text_table
 
-    asked = {entry.key: 0 if entry.manual_download else sum(entry.splits.values())
-             for entry in entries}
+    expected = {entry.name: 0 if entry.manual_download else sum(entry.splits.values())
+                for entry in entries}
     outcomes = []
     with output_lock(mirror, force=force):
         fs.sweep_temporaries(mirror)  # only now: a live run's temporaries are its own
-        progress = Progress(sum(asked.values()))
-        with progress.bar:
+        with ProgressBar(expected, unit="rows", label="p3data fetch") as progress:
             for entry in entries:
-                progress.bar.set_description(entry.name)
-                before = progress.rows
                 outcomes.append(_fetch_one(entry, mirror, hub_root=hub_root, force=force,
                                            progress=progress))
-                progress.unwritten(asked[entry.key] - (progress.rows - before))
+                progress.finish(entry.name)
     print(text_table(["dataset", "splits", "rows", "bytes", "status"], [
         [o.dataset, o.splits, o.rows, o.size, o.status] for o in outcomes]))
     counts = Counter(outcome.kind for outcome in outcomes)
@@ -191,27 +161,27 @@ def fetch(entries: Sequence[DatasetEntry], mirror: str, *, hub_root: str | None,
 
 
 def _fetch_one(entry: DatasetEntry, mirror: str, *, hub_root: str | None, force: bool,
-               progress: Progress) -> Outcome:
+               progress: ProgressBar) -> DatasetFetchOutcome:
     from p3data.datasets.fetch import snapshot
 
     if entry.manual_download:
         source = entry.manual_download.get("url", "see the catalog")
         where = f"{entry.key.folder(mirror)}/<split>.jsonl"
-        return Outcome(entry.name, "skipped",
-                       f"a manual download ({source}); place its rows by hand as {where}")
+        why = f"a manual download ({source}); place its rows by hand as {where}"
+        return DatasetFetchOutcome(entry.name, "skipped", why)
     try:
         done = snapshot(entry, mirror, hub_root=hub_root, force=force,
-                        on_rows=progress.written)
+                        on_rows=progress.advance)
     except P3DataError as err:
-        return Outcome(entry.name, "failed", str(err))
+        return DatasetFetchOutcome(entry.name, "failed", str(err))
     record = done.record
     for line in record.drift:
         progress.note(f"{entry.name}: accepted drift from T0's rows: {line}")
     if done.fetched and not record.commit_resolved:
         progress.note(f"{entry.name}: read {record.source} at {record.commit}, a revision "
                       "name, not a commit SHA: the snapshot is unresolved")
-    return Outcome(entry.name, "fetched" if done.fetched else "already verified",
-                   splits=len(record.splits), rows=record.rows, size=record.size)
+    return DatasetFetchOutcome(entry.name, "fetched" if done.fetched else "already verified",
+                               splits=len(record.splits), rows=record.rows, size=record.size)
 
 
 def verify(mirror: str) -> int:

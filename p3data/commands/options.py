@@ -102,7 +102,7 @@ def cache_root(path: str) -> str:
     it.)"""
     from p3data import fs
 
-    root = path.rstrip("/") or path
+    root = fs.without_trailing_slash(path)
     if not (fs.exists(root) or fs.glob(fs.join(root, "*"))):
         raise P3DataError(f"{path}: no such cache folder; build one with p3data cache "
                           f"--output-dir {path}")

@@ -3,43 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 
 from p3data import t0
-from p3data.errors import P3DataError
 from p3data.format.features import task_features
 
 
 def list_tasks(args: argparse.Namespace) -> int:
     definitions = t0.load_definitions()
-    if args.mixture:
-        if args.mixture not in definitions.mixtures:
-            raise P3DataError(f"unknown mixture {args.mixture!r}; known: "
-                              + ", ".join(definitions.mixtures))
-        names = definitions.mixtures[args.mixture].tasks
-    else:
-        names = definitions.tasks
+    names = definitions.mixture(args.mixture).tasks if args.mixture else definitions.tasks
     for name in sorted(names):
         print(name)
     return 0
 
 
-def task_named(definitions: t0.T0Definitions, name: str) -> t0.TaskSpec:
-    """The task called `name`, or an error suggesting the names it may be a typo of."""
-    spec = definitions.tasks.get(name)
-    if spec is not None:
-        return spec
-    if name in definitions.mixtures:
-        raise P3DataError(f"{name!r} is a mixture, not a task; its tasks: "
-                          f"p3data list --mixture {name}")
-    close = difflib.get_close_matches(name, definitions.tasks, n=3)
-    hint = f"; did you mean {', '.join(close)}?" if close else "; see p3data list"
-    raise P3DataError(f"no task named {name!r}{hint}")
-
-
 def show_task(args: argparse.Namespace) -> int:
     definitions = t0.load_definitions()
-    spec = task_named(definitions, args.task)
+    spec = definitions.task(args.task)
     template, entry = spec.template, spec.entry
     features = task_features(score_eval=spec.score_eval,
                              with_choices=template.answer_choices is not None)

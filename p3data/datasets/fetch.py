@@ -175,7 +175,7 @@ def resolve_commit(entry: DatasetEntry, hub_root: str | None) -> tuple[str, bool
     return info.sha, True
 
 
-def arrow_schema(features: dict[str, Any]) -> pa.Schema:
+def catalog_arrow_schema(features: dict[str, Any]) -> pa.Schema:
     """The parquet schema of the catalog's features, as `datasets` stores them."""
     import pyarrow as pa
 
@@ -204,7 +204,7 @@ class _SplitWriter:
                  on_rows: RowsWritten):
         self.store, self.entry = store, store.entry
         self.mirror = MirrorStore(mirror, store.entry)
-        self.schema = arrow_schema(store.entry.features).with_metadata(
+        self.schema = catalog_arrow_schema(store.entry.features).with_metadata(
             {FETCHED: store.entry.name.encode()})
         self.row_group_rows, self.file_bytes, self.on_rows = row_group_rows, file_bytes, on_rows
 

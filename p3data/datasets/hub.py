@@ -38,7 +38,7 @@ ENV_HUB_ROOT = "P3DATA_HUB_ROOT"
 def hub_path(repo: str, revision: str, path: str = "", hub_root: str | None = None) -> str:
     """Where `path` of `repo` at `revision` is: under `hub_root` if given, else on the Hub."""
     if hub_root:
-        return fs.join(hub_root.rstrip("/"), repo, revision, path)
+        return fs.join(fs.without_trailing_slash(hub_root), repo, revision, path)
     return f"hf://datasets/{repo}@{quote(revision, safe='')}/{path}"
 
 

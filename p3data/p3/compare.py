@@ -25,7 +25,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from p3data import fs
-from p3data.cache.progress import duration
 from p3data.errors import P3DataError
 from p3data.format.example_decoding import ExampleDecodeError
 from p3data.format.features import (
@@ -48,6 +47,7 @@ from p3data.p3.cached import (
     row_record,
     values_of,
 )
+from p3data.progress import duration
 from p3data.tables import text_table
 
 TFRECORD_SHARD = re.compile(r"(?P<split>.+)\.tfrecord-(?P<index>\d{5})-of-(?P<count>\d{5})")
@@ -86,7 +86,7 @@ def _parquet_records(path: str) -> Iterator[bytes]:
 def find_p3(p3_dir: str) -> dict[str, dict[str, P3Split]]:
     """task -> split -> its shards, in the copy of P3 at `p3_dir` (TFRecords where a split has
     both kinds); an error if it holds neither layout or a split lacks shards."""
-    root = fs.canonical(p3_dir.rstrip("/") or p3_dir)
+    root = fs.canonical(fs.without_trailing_slash(p3_dir))
     if not fs.exists(root):
         raise P3DataError(f"{p3_dir}: no such folder; give a copy of P3 (bigscience/P3)")
     found: dict[tuple[str, str, bool], dict[int, str]] = {}

@@ -50,7 +50,7 @@ class Lengths:
 
 
 @dataclass
-class TaskReport:
+class TaskSplitValidation:
     """What one task's template made of one split's rows."""
 
     task: str
@@ -100,7 +100,7 @@ class Thresholds:
     max_truncated_rate: float | None = None
     max_off_choice_rate: float | None = None
 
-    def violations(self, report: TaskReport) -> list[str]:
+    def violations(self, report: TaskSplitValidation) -> list[str]:
         """Rates over their limits; rows that do not fit the catalog's schema always count."""
         if report.error is not None:
             return [f"{report.task} ({report.split}): {report.error}"]
@@ -116,7 +116,7 @@ class Thresholds:
 
 @dataclass
 class Validation:
-    reports: list[TaskReport]
+    reports: list[TaskSplitValidation]
     twins: int  # selected score-eval tasks, validated through their base tasks
     root: str
     vocab: str
@@ -134,15 +134,16 @@ def validate(
 ) -> Validation:
     """Render the tasks' rows from the mirror at `root`: base tasks on `split` (default
     train), score-eval twins through their base on `split` (default validation)."""
-    reports: dict[tuple[str, str], TaskReport] = {}
-    groups: dict[tuple[tuple[str, str | None], str], list[tuple[TaskSpec, TaskReport]]] = {}
+    reports: dict[tuple[str, str], TaskSplitValidation] = {}
+    groups: dict[tuple[tuple[str, str | None], str],
+                 list[tuple[TaskSpec, TaskSplitValidation]]] = {}
     for spec in specs:
         task_split = split or (EVAL_SPLIT if spec.score_eval else TRAIN_SPLIT)
         if (spec.base_name, task_split) in reports:
             continue
         source_split = spec.split_mapping.get(task_split, "")
-        report = TaskReport(spec.base_name, spec.entry.name, spec.template.name, task_split,
-                            source_split)
+        report = TaskSplitValidation(spec.base_name, spec.entry.name, spec.template.name,
+                                     task_split, source_split)
         reports[(spec.base_name, task_split)] = report
         if not source_split:
             report.error = f"no {task_split!r} split (has {', '.join(spec.split_mapping)})"
@@ -156,7 +157,7 @@ def validate(
 
 
 def _validate_split(
-    members: list[tuple[TaskSpec, TaskReport]], root: str, source_split: str, *,
+    members: list[tuple[TaskSpec, TaskSplitValidation]], root: str, source_split: str, *,
     tokens: TokenCounter, lengths: Lengths, max_rows: int | None,
 ) -> None:
     """One pass over a dataset split for all of its selected templates."""
@@ -185,7 +186,7 @@ def _validate_split(
             report.error = str(err)
 
 
-def _tally(report: TaskReport, outcomes: list[Outcome], seen: set[int], *,
+def _tally(report: TaskSplitValidation, outcomes: list[Outcome], seen: set[int], *,
            tokens: TokenCounter, lengths: Lengths) -> None:
     kept: list[Rendered] = []
     for outcome in outcomes:

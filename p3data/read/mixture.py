@@ -26,7 +26,7 @@ import msgspec
 import numpy as np
 
 from p3data import t0
-from p3data.errors import NotFoundError, P3DataError
+from p3data.errors import P3DataError
 from p3data.read.reader import CacheReader, open_cache
 
 STATE_VERSION = 1
@@ -179,10 +179,7 @@ def mixture_sampler(cache: CacheReader | str | os.PathLike, mixture: str, split:
     sampled over the tasks it holds, with a warning."""
     reader = cache if isinstance(cache, CacheReader) else open_cache(os.fspath(cache))
     definitions = definitions or t0.load_definitions()
-    if mixture not in definitions.mixtures:
-        raise NotFoundError(f"unknown mixture {mixture!r}; known: "
-                            + ", ".join(definitions.mixtures))
-    spec = definitions.mixtures[mixture]
+    spec = definitions.mixture(mixture)
     wanted = [name for name in spec.tasks if split in definitions.tasks[name].split_mapping]
     if not wanted:
         raise P3DataError(f"no task of {mixture} has a {split!r} split", setting="split")

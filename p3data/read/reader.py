@@ -229,7 +229,7 @@ class CacheReader:
     """A cache's complete tasks (the folders holding COMPLETED) and their splits."""
 
     def __init__(self, root: str):
-        self.root = fs.canonical(root.rstrip("/") or root)
+        self.root = fs.canonical(fs.without_trailing_slash(root))
         self._fs, _ = fs.resolve(self.root)
         folders = scan(self.root).folders
         if not any(layout.COMPLETED in names for names in folders.values()):

@@ -1,0 +1,74 @@
+"""What an export folder records of each task (`<out>/<task>/.p3data-export.json`): the
+settings files were cut and encoded with, what they were made from, and the splits written.
+A rerun compares against it to skip what is done."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from p3data import fs
+from p3data.export.naming import RECORD
+from p3data.export.schema import FeatureSpec
+
+FORMATS = ("parquet", "jsonl")
+EXPORT_VERSION = 1  # bump when the bytes written for the same settings change
+DEFAULT_EXAMPLES_PER_SHARD = 500_000
+ROW_GROUP_EXAMPLES = 10_000
+
+
+class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How files are cut and encoded: a rerun with other settings exports a task anew."""
+
+    format: str
+    examples_per_shard: int = DEFAULT_EXAMPLES_PER_SHARD
+    row_group_examples: int = ROW_GROUP_EXAMPLES
+    version: int = EXPORT_VERSION
+
+    @property
+    def extension(self) -> str:
+        return f".{self.format}"
+
+
+class ExportedSplit(msgspec.Struct, frozen=True):
+    examples: int
+    num_bytes: int  # the split's size in Arrow, as `datasets` cards count it
+    files: dict[str, int]  # name -> bytes
+
+
+class TaskRecord(msgspec.Struct, frozen=True):
+    """`<out>/<task>/.p3data-export.json`: the splits exported so far, how, and from what."""
+
+    task: str
+    settings: Settings
+    source: dict[str, Any]  # the cache task folder's file sizes and manifest digest
+    features: dict[str, FeatureSpec]
+    splits: dict[str, ExportedSplit]
+    complete: bool
+
+    @property
+    def files(self) -> dict[str, int]:
+        return {name: size for split in self.splits.values() for name, size in
+                split.files.items()}
+
+
+def read_record(folder: str) -> TaskRecord | None:
+    """A task folder's export record; None when it has none, or one this p3data cannot use."""
+    try:
+        return msgspec.json.decode(fs.read_bytes(fs.join(folder, RECORD)), type=TaskRecord)
+    except FileNotFoundError:
+        return None
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None  # unreadable or of another version: the task is exported anew
+
+
+def write_record(folder: str, record: TaskRecord) -> None:
+    fs.write_bytes(fs.join(folder, RECORD),
+                   msgspec.json.format(msgspec.json.encode(record), indent=2) + b"\n")
+
+
+def complete_records(out: str) -> list[TaskRecord]:
+    """The records of the tasks whose every split `out` holds, by task name."""
+    records = (read_record(fs.parent_of(path)) for path in fs.glob(fs.join(out, "*", RECORD)))
+    return sorted((r for r in records if r is not None and r.complete), key=lambda r: r.task)

@@ -1,0 +1,31 @@
+"""Which of a cache's tasks an export writes: those of T0's mixtures and task patterns asked
+for, and those of the mixtures that the cache lacks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from p3data.errors import P3DataError
+
+
+def select_tasks(available: Sequence[str], mixtures: Sequence[str] = (),
+                 patterns: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """The cache's tasks of the given mixtures (T0's definitions), narrowed (or, without
+    mixtures, chosen) by regexes that must match whole task names, all tasks without either;
+    and the mixtures' tasks that the cache lacks."""
+    names, lacking = sorted(available), []
+    if mixtures:
+        from p3data import t0
+
+        definitions = t0.load_definitions()
+        wanted = {task for name in mixtures for task in definitions.mixture(name).tasks}
+        names, lacking = [n for n in names if n in wanted], sorted(wanted - set(names))
+    if patterns:
+        from p3data.t0 import matching
+
+        names, lacking = matching(names, patterns), matching(lacking, patterns)
+    if not names:
+        where = f" of {', '.join(mixtures)}" if mixtures else ""
+        matching = f" fully matching {' or '.join(patterns)}" if patterns else ""
+        raise P3DataError(f"the cache holds no task{where}{matching}", setting="tasks")
+    return names, lacking

@@ -1,0 +1,34 @@
+"""The progress bar of `p3data export` and `fetch`: the work an item does not do leaves the
+total, the bar names the item in hand, notes go above it."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+from p3data.progress import ProgressBar, duration
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:  # tqdm draws only on a terminal
+        return True
+
+
+def test_work_an_item_does_not_do_leaves_the_total(monkeypatch):
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    with ProgressBar({"a": 10, "b": 5, "c": 0}, unit="rows", label="p3data fetch") as progress:
+        assert progress.bar.total == 15 and progress.bar.desc.startswith("a")
+        progress.advance(4, 2048)
+        progress.finish("a")  # 6 rows of a were not written after all
+        assert progress.bar.total == 9 and progress.bar.desc.startswith("b")
+        progress.advance(5)
+        progress.finish("b")
+        progress.finish("c")
+        assert progress.bar.n == progress.bar.total == 9
+        progress.note("accepted drift")
+    drawn = sys.stderr.getvalue()
+    assert "[p3data fetch] accepted drift\n" in drawn and "2.00kB written" in drawn
+
+
+def test_duration():
+    assert [duration(s) for s in (0, 61.9, 3600, 7325)] == ["0m00s", "1m01s", "1h00m", "2h02m"]
