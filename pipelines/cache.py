@@ -25,7 +25,7 @@ import apache_beam as beam
 from p3data.pipelines.options import beam_pipeline
 
 from p3data import fs
-from p3data.cache.finalize import (
+from p3data.builder.finalize import (
     PartJob,
     ShardJob,
     SplitAssembly,
@@ -36,9 +36,9 @@ from p3data.cache.finalize import (
     write_p3_index,
     write_shard,
 )
-from p3data.cache.folder import check_output_folder
-from p3data.cache.lock import output_lock
-from p3data.cache.plan import (
+from p3data.builder.folder import check_output_folder
+from p3data.builder.lock import output_lock
+from p3data.builder.plan import (
     CacheConfig,
     CachePlan,
     TaskInfo,
@@ -46,9 +46,9 @@ from p3data.cache.plan import (
     build_plan,
     withdraw,
 )
-from p3data.cache.progress import Progress
-from p3data.cache.shard_work import process_unit
-from p3data.cache.summary import RunResult
+from p3data.builder.progress import Progress
+from p3data.builder.shard_work import process_unit
+from p3data.builder.summary import RunResult
 from p3data.format.work import SplitSummary, TaskStatus, UnitMarker, read_record, write_record
 from p3data.t0 import TaskSpec
 from p3data.tokenize import Tokenizer

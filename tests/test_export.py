@@ -20,7 +20,7 @@ from helpers.cache import run_cache, tree
 from helpers.templates import template_entry, write_templates
 
 from p3data import export
-from p3data.cache.lock import output_lock
+from p3data.builder.lock import output_lock
 from p3data.cli import main
 from p3data.read import open_cache
 

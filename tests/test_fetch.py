@@ -28,7 +28,7 @@ from helpers.hub import (
 )
 
 from p3data import __version__, fs
-from p3data.cache.verify import verify_task
+from p3data.builder.verify import verify_task
 from p3data.cli import main
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.fetch import arrow_schema, snapshot

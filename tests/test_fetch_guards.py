@@ -34,7 +34,7 @@ from helpers.hub import (
     write_parquet,
 )
 
-from p3data.cache.lock import output_lock
+from p3data.builder.lock import output_lock
 from p3data.cli import main
 from p3data.datasets import drift
 from p3data.datasets.errors import SourceError

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from helpers.cache import run_cache, tree
 
-from p3data.cache.verify import verify_cache
+from p3data.builder.verify import verify_cache
 from p3data.cli import main
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.stores import ENV_DATA_DIR

@@ -45,7 +45,7 @@ def test_only_the_tokenizing_step_ships_the_model(tmp_path):
     the step that tokenizes only; the others carry its digest, which the manifest records."""
     from apache_beam.internal import pickler
 
-    from p3data.cache.plan import CacheConfig
+    from p3data.builder.plan import CacheConfig
     from p3data.vocab import SAMPLE_VOCAB
     from pipelines.cache import CompleteTask, PlanSplit, RenderShard
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from helpers.cache import run_cache
 
-from p3data.cache.lock import output_lock
+from p3data.builder.lock import output_lock
 from p3data.cli import main
 from p3data.format.index import scan_offsets
 

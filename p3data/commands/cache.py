@@ -17,7 +17,7 @@ import argparse
 import sys
 
 from p3data import fs
-from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
+from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.commands import console
 from p3data.commands.extras import require
 from p3data.commands.options import add_data_options, positive_int, rate
@@ -27,8 +27,8 @@ from p3data.errors import P3DataError
 
 def run(args: argparse.Namespace) -> int:
     from p3data import t0
-    from p3data.cache.plan import CacheConfig
-    from p3data.cache.summary import summary_table
+    from p3data.builder.plan import CacheConfig
+    from p3data.builder.summary import summary_table
     from p3data.vocab import read_vocabulary
 
     require("apache_beam", "pyarrow")

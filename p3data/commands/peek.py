@@ -11,7 +11,7 @@ from p3data.errors import P3DataError
 
 def run(args: argparse.Namespace) -> int:
     from p3data import t0
-    from p3data.cache.verify import not_a_cache, task_folders
+    from p3data.builder.verify import not_a_cache, task_folders
     from p3data.commands.tasks import task_named
 
     root = cache_root(args.cache_dir)

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from p3data import fs
-from p3data.cache.progress import duration
+from p3data.builder.progress import duration
 from p3data.errors import P3DataError
 from p3data.format.example_decoding import ExampleDecodeError
 from p3data.format.features import (

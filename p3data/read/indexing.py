@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 from p3data import fs
-from p3data.cache.lock import output_lock
-from p3data.cache.progress import duration
+from p3data.builder.lock import output_lock
+from p3data.builder.progress import duration
 from p3data.format.index import (
     RecordIndexError,
     index_bytes,

@@ -27,7 +27,7 @@ import msgspec
 import numpy as np
 
 from p3data import fs
-from p3data.cache.verify import not_a_cache, scan
+from p3data.builder.verify import not_a_cache, scan
 from p3data.errors import NotFoundError, P3DataError
 from p3data.format import layout
 from p3data.format.example_decoding import ExampleDecoder, FeatureInfo

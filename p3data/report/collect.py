@@ -16,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from p3data import fs, t0
-from p3data.cache.verify import not_a_cache, scan
+from p3data.builder.verify import not_a_cache, scan
 from p3data.errors import P3DataError
 from p3data.format import layout
 from p3data.format.example_decoding import ExampleDecodeError, feature_spans, value_count

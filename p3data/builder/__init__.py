@@ -4,5 +4,5 @@
 templates of a dataset over one source shard, tokenize in batches, write one part per task) ->
 `finalize` (stage 2: parts -> output shards, info/stats JSON, manifest, COMPLETED last);
 `lock`, `progress` and `summary` serve the driver; `verify` checks a built cache. The Beam
-graph and the driver that run the stages live in `pipelines/cache.py`.
+graph and the driver that run the stages live in `pipelines/cache.py` (`p3data.pipelines`).
 """

@@ -20,7 +20,7 @@ from typing import BinaryIO
 import numpy as np
 
 from p3data import fs
-from p3data.cache.lock import Holder, describe_lock
+from p3data.builder.lock import Holder, describe_lock
 from p3data.errors import P3DataError
 from p3data.format import layout
 from p3data.format.index import RecordIndexError, index_for, offsets_from_lengths, read_index

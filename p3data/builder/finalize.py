@@ -27,7 +27,7 @@ import numpy as np
 
 from p3data import __version__, fs
 from p3data.batching import batched
-from p3data.cache.plan import (
+from p3data.builder.plan import (
     CacheConfig,
     TaskInfo,
     reusable_record,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from p3data import __version__, fs, t0
-from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
+from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.shards import ROWS_PER_SHARD, Shard
