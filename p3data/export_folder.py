@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from p3data import fs
 from p3data.errors import P3DataError
-from p3data.format.layout import LOCK
+from p3data.lock import LOCK
 
 if TYPE_CHECKING:
     from p3data.export import FeatureSpec, TaskRecord

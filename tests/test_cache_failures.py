@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.cache import cache_command, copy_samples, run_cache, tree
 
-from p3data.builder.lock import output_lock
 from p3data.builder.verify import verify_task
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.samples import sample_rows
+from p3data.lock import output_lock
 
 COPA = "super_glue_copa_exercise"
 RTE = "super_glue_rte_GPT_3_style"

@@ -20,8 +20,8 @@ from helpers.cache import run_cache, tree
 from helpers.templates import template_entry, write_templates
 
 from p3data import export
-from p3data.builder.lock import output_lock
 from p3data.cli import main
+from p3data.lock import output_lock
 from p3data.read import open_cache
 
 # A task with answer choices, its score-eval twin, one with an unusual split name

@@ -13,11 +13,11 @@ from typing import TextIO
 from p3data import fs
 from p3data.builder.finalize import finalize_task, write_p3_index
 from p3data.builder.folder import check_output_folder
-from p3data.builder.lock import output_lock
 from p3data.builder.plan import CacheConfig, CachePlan, build_plan, withdraw
 from p3data.builder.progress import Progress
 from p3data.builder.summary import RunResult
 from p3data.format.work import TaskStatus, read_record, write_record
+from p3data.lock import output_lock
 from p3data.t0 import TaskSpec
 
 # Builds a plan's graph and runs it to its end (every unit rendered, every task completed).

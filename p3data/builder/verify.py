@@ -20,12 +20,12 @@ from typing import BinaryIO
 import numpy as np
 
 from p3data import fs
-from p3data.builder.lock import Holder, describe_lock
 from p3data.errors import P3DataError
 from p3data.format import layout
 from p3data.format.index import RecordIndexError, index_for, offsets_from_lengths, read_index
 from p3data.format.manifest import ManifestError, read_manifest
 from p3data.format.tfrecord import CorruptRecordError, read_records
+from p3data.lock import LOCK, Holder, describe_lock
 
 # A folder holding any of these is a task folder (at the cache root: not a temporary).
 TASK_FILES = layout.TASK_FILES
@@ -94,7 +94,7 @@ def scan(root: str) -> Cache:
     root_names = by_folder.pop(root, [])  # the root is a task folder only if given one
     root_is_task = any(_is_task_file(n) for n in root_names if not n.startswith(layout.TEMP_PREFIX))
     for name in root_names:
-        if name == layout.LOCK or (name.startswith(layout.TEMP_PREFIX) and not root_is_task):
+        if name == LOCK or (name.startswith(layout.TEMP_PREFIX) and not root_is_task):
             leftovers.add(fs.join(root, name))
         elif root_is_task:
             by_folder[root].append(name)
@@ -263,7 +263,7 @@ def _verify(root: str) -> tuple[Verdict, list[TaskCheck]]:
 
 def _leftover(path: str) -> str:
     name = path.rpartition("/")[2]
-    if name == layout.LOCK:
+    if name == LOCK:
         try:
             data = fs.read_bytes(path)
         except FileNotFoundError:
