@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from importlib import metadata
 from typing import Any
 
@@ -46,6 +47,15 @@ def task_dir(root: str, task: str, p3_layout: bool = False) -> str:
 
 def shard_name(split: str, index: int, count: int) -> str:
     return f"{split}.tfrecord-{index:05d}-of-{count:05d}"
+
+
+# `shard_name`, read back: its split, index and count.
+SHARD_NAME = re.compile(r"(?P<split>.+)\.tfrecord-(?P<index>\d{5})-of-(?P<count>\d{5})")
+
+
+def is_shard(name: str) -> bool:
+    """Whether a task folder's file is a shard (seqio's pattern: `*.tfrecord-*`)."""
+    return ".tfrecord-" in name
 
 
 def info_name(split: str) -> str:
