@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.cache import cache_command, copy_samples, run_cache, tree
 
-from p3data.builder.verify import verify_task
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.samples import sample_rows
+from p3data.format.verify import verify_task
 from p3data.lock import output_lock
 
 COPA = "super_glue_copa_exercise"

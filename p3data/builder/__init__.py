@@ -5,6 +5,6 @@ driver that runs them.
 templates of a dataset over one source shard, tokenize in batches, write one part per task) ->
 `finalize` (stage 2: parts -> output shards, info/stats JSON, manifest, COMPLETED last).
 `driver` runs a build (lock, plan, withdraw, run the graph, collect verdicts); `folder`,
-`progress` and `summary` serve it; `verify` checks a built cache. The Beam graph that runs the
-stages is `p3data.pipelines.cache`.
+`progress` and `summary` serve it. The Beam graph that runs the stages is
+`p3data.pipelines.cache`; a built cache is checked by `p3data.format.verify`.
 """
