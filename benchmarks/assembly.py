@@ -26,8 +26,8 @@ from common import write_mirror
 from p3data.pipelines.cache import build
 
 from p3data import fs, t0
-from p3data.cache.plan import CacheConfig, CachePlan, build_plan
-from p3data.cache.shard_work import process_unit
+from p3data.builder.plan import CacheConfig, CachePlan, build_plan
+from p3data.builder.shard_work import process_unit
 from p3data.dataset_key import DatasetKey
 from p3data.format import layout
 from p3data.tokenize import Tokenizer

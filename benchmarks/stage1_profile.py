@@ -22,8 +22,8 @@ from common import write_mirror
 from long_text import LONG
 
 from p3data import t0
-from p3data.cache.plan import CacheConfig, build_plan
-from p3data.cache.shard_work import process_unit
+from p3data.builder.plan import CacheConfig, build_plan
+from p3data.builder.shard_work import process_unit
 from p3data.format import work
 from p3data.tokenize import Tokenizer
 from p3data.vocab import SAMPLE_VOCAB

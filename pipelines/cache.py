@@ -1,4 +1,4 @@
-"""The cache builder's Beam graph and its driver.
+"""The cache builder's Beam graph: the stages of `p3data.builder`, run on any Beam runner.
 
     units --Reshuffle--> render+tokenize each source shard (stage 1, parallel over shards)
           --GroupByKey (task, split)--> plan each task split's assembly (stage 2):
@@ -9,23 +9,19 @@
           --GroupByKey task--> manifest, then COMPLETED (only if every split is complete)
 
 Each stage skips what a previous run already finished with the same settings, so a rerun
-after a crash redoes only the missing shards. `run_cache` drives a run: it locks the output
-folder, plans, withdraws what will be rebuilt, runs the graph on any Beam runner, and collects
-each task's verdict. `p3data cache` is its command line.
+after a crash redoes only the missing shards. `p3data.builder.driver.run_cache` drives a run;
+`graph_runner` is the graph it runs.
 """
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TextIO
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import apache_beam as beam
 from p3data.pipelines.options import beam_pipeline
 
 from p3data import fs
-from p3data.cache.finalize import (
+from p3data.builder.finalize import (
     PartJob,
     ShardJob,
     SplitAssembly,
@@ -33,24 +29,11 @@ from p3data.cache.finalize import (
     finalize_task,
     finish_split,
     plan_split,
-    write_p3_index,
     write_shard,
 )
-from p3data.cache.folder import check_output_folder
-from p3data.cache.lock import output_lock
-from p3data.cache.plan import (
-    CacheConfig,
-    CachePlan,
-    TaskInfo,
-    WorkUnit,
-    build_plan,
-    withdraw,
-)
-from p3data.cache.shard_work import process_unit
-from p3data.cache.summary import RunResult
-from p3data.format.work import SplitSummary, TaskStatus, UnitMarker, read_record, write_record
-from p3data.progress import MarkerProgress
-from p3data.t0 import TaskSpec
+from p3data.builder.plan import CacheConfig, CachePlan, TaskInfo, WorkUnit
+from p3data.builder.shard_work import process_unit
+from p3data.format.work import SplitSummary, UnitMarker, write_record
 from p3data.tokenize import Tokenizer
 
 
@@ -164,71 +147,15 @@ def build(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
     )
 
 
-def run_cache(config: CacheConfig, specs: Sequence[TaskSpec], *, splits: Sequence[str] = (),
-              pipeline_args: Sequence[str] = (), own_options: Sequence[str] = (),
-              force: bool = False, progress_every: float = 10.0,
-              out: TextIO = sys.stderr) -> RunResult:
-    """Build the caches of `specs`; every failure of a task is in the result, none is raised.
-    Beam's options are checked first (`own_options`: the caller's, offered when an unknown
-    one is close to them): a bad one raises `P3DataError` before the folder is touched."""
-    start = time.monotonic()
+def graph_runner(pipeline_args: Sequence[str], *,
+                 own_options: Sequence[str] = ()) -> Callable[[CachePlan], None]:
+    """The driver's `run_graph` on a Beam pipeline of these options, checked now: a bad one
+    raises `P3DataError` before the driver touches the folder (`own_options`: the caller's,
+    offered when an unknown one is close to them)."""
     pipeline = beam_pipeline(pipeline_args, own_options=own_options)
-    check_output_folder(config.output_dir)
-    command = " ".join(["p3data cache", *sys.argv[2:]])
-    with output_lock(config.output_dir, force=force, command=command):
-        swept = fs.sweep_temporaries(config.output_dir)
-        plan = build_plan(config, specs, splits)
-        result = RunResult(plan, failed=dict(plan.failed), tracebacks=list(plan.tracebacks))
-        _announce(plan, len(specs), swept, out)
-        for info in plan.tasks.values():
-            withdraw(config, info)
-        if plan.units:
-            _run_pipeline(plan, pipeline, progress_every, out)
-        for task, info in plan.tasks.items():
-            if not info.splits:  # it keeps every split as it is: only its manifest is written
-                write_record(config.workdir.task_status(task), finalize_task(config, info, []))
-        for task in plan.tasks:
-            status = read_record(config.workdir.task_status(task), TaskStatus) or TaskStatus(
-                "the pipeline ended without finishing this task")
-            if status.failed:
-                result.failed[task] = status.failed
-                result.tracebacks += status.tracebacks
-            else:
-                result.built.append(task)
-        if config.p3_layout:
-            write_p3_index(config.output_dir)
-        if result.ok:
-            fs.delete_tree(config.workdir.root)
-    result.seconds = time.monotonic() - start
-    return result
 
-
-def _announce(plan: CachePlan, selected: int, swept: int, out: TextIO) -> None:
-    units = len(plan.units)
-    resumed = (f"; {len(plan.resumed):,} of them ({plan.resumed_rows:,} rows) done by an "
-               f"earlier run" if plan.resumed else "")
-    failed = f", {len(plan.failed)} cannot be built (listed at the end)" if plan.failed else ""
-    skipped = (f", {len(plan.skipped)} without the splits asked for (left as they are)"
-               if plan.skipped else "")
-    print(f"[p3data cache] {selected} tasks: {len(plan.tasks)} to build ({units:,} source "
-          f"shards, {plan.rows + plan.resumed_rows:,} rows{resumed}), {len(plan.done)} already "
-          f"complete{failed}{skipped}", file=out, flush=True)
-    if swept:
-        print(f"[p3data cache] removed {swept} temporary files left by an interrupted run",
-              file=out)
-    for where, lines in plan.drift.items():
-        for line in lines:
-            print(f"[p3data cache] {where}: accepted drift from T0's rows: {line}", file=out)
-
-
-def _run_pipeline(plan: CachePlan, pipeline: beam.Pipeline, progress_every: float,
-                  out: TextIO) -> None:
-    work = plan.config.workdir
-    todo = {work.unit_marker(u.name): u.rows for u in plan.units if u.name not in plan.resumed}
-    fs.delete([path for path in fs.glob(work.unit_markers) if path in todo])
-    fs.delete_tree(work.assembled_root)
-    with MarkerProgress(unit_markers=work.unit_markers, todo=todo,
-                        assembled_markers=work.assembled_markers, splits=plan.task_splits,
-                        interval=progress_every, stream=out):
+    def run_graph(plan: CachePlan) -> None:
         build(pipeline, plan)
         pipeline.run().wait_until_finish()
+
+    return run_graph

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from helpers.cache import assert_same_examples, read_examples, run_cache
 
-from p3data.cache.verify import verify_cache
 from p3data.format.tfrecord import read_frames
+from p3data.format.verify import verify_cache
 
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")
 

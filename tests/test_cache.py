@@ -24,7 +24,7 @@ from helpers.cache import (
 )
 from helpers.templates import template_entry, write_templates
 
-from p3data.cache.verify import verify_task
+from p3data.format.verify import verify_task
 
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")
 

@@ -15,7 +15,7 @@ import pytest
 from helpers.cache import read_examples, run_cache, tree
 from helpers.crash_run import crash_points, crash_run
 
-from p3data.cache.verify import verify_task
+from p3data.format.verify import verify_task
 from p3data.vocab import SAMPLE_VOCAB
 
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from helpers.cache import cache_command, copy_samples, run_cache, tree
 
-from p3data.cache.lock import output_lock
-from p3data.cache.verify import verify_task
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.samples import sample_rows
+from p3data.format.verify import verify_task
+from p3data.lock import output_lock
 
 COPA = "super_glue_copa_exercise"
 RTE = "super_glue_rte_GPT_3_style"
@@ -89,7 +89,7 @@ def _cache_failing_copa(out: Path, error: str) -> subprocess.CompletedProcess:
     """`p3data cache` of copa and rte where stage 1 raises `error` on copa's rows."""
     inject = (
         "import sys\n"
-        "import p3data.cache.shard_work as work\n"
+        "import p3data.builder.shard_work as work\n"
         "from p3data.errors import P3DataError\n"
         "real = work._render_shard\n"
         "def failing(config, unit, **kwargs):\n"

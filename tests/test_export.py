@@ -19,10 +19,10 @@ import yaml
 from helpers.cache import run_cache, tree
 from helpers.templates import template_entry, write_templates
 
-from p3data.cache.lock import output_lock
 from p3data.cli import main
 from p3data.export.folder import export_tasks
 from p3data.export.records import Settings
+from p3data.lock import output_lock
 from p3data.read import open_cache
 
 # A task with answer choices, its score-eval twin, one with an unusual split name

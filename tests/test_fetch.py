@@ -28,7 +28,6 @@ from helpers.hub import (
 )
 
 from p3data import __version__, fs
-from p3data.cache.verify import verify_task
 from p3data.cli import main
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.fetch import catalog_arrow_schema, snapshot
@@ -37,6 +36,7 @@ from p3data.datasets.samples import generate_rows
 from p3data.datasets.snapshot import SNAPSHOT, FileRecord, read_snapshot
 from p3data.datasets.stores import MirrorStore
 from p3data.format import layout
+from p3data.format.verify import verify_task
 from p3data.vocab import SAMPLE_VOCAB
 
 TASKS = ["trec_what_category_best_describe", "super_glue_copa_exercise",

@@ -34,7 +34,6 @@ from helpers.hub import (
     write_parquet,
 )
 
-from p3data.cache.lock import output_lock
 from p3data.cli import main
 from p3data.datasets import drift
 from p3data.datasets.errors import SourceError
@@ -43,6 +42,7 @@ from p3data.datasets.hub import HubStore
 from p3data.datasets.snapshot import SNAPSHOT
 from p3data.datasets.stores import MirrorStore
 from p3data.format import layout
+from p3data.lock import output_lock
 from p3data.vocab import SAMPLE_VOCAB
 
 COPA_TASKS = ["super_glue_copa_exercise", "super_glue_copa_choose"]

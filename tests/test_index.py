@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 from helpers.cache import run_cache, tree
 
-from p3data.cache.verify import verify_cache
 from p3data.cli import main
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.stores import ENV_DATA_DIR
@@ -31,6 +30,7 @@ from p3data.format.index import (
     write_index,
 )
 from p3data.format.tfrecord import frame
+from p3data.format.verify import verify_cache
 from p3data.read import open_cache
 from p3data.read.indexing import index_cache
 from p3data.vocab import ENV_VOCAB, SAMPLE_VOCAB

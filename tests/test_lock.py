@@ -16,13 +16,13 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from p3data.cache.lock import Holder, LockHeldError, output_lock
 from p3data.errors import P3DataError
+from p3data.lock import Holder, LockHeldError, output_lock
 
 COMMAND = "p3data cache --mixture t0_train"
 HOLD_UNTIL_STDIN_CLOSES = f"""
 import sys
-from p3data.cache.lock import output_lock
+from p3data.lock import output_lock
 with output_lock(sys.argv[1], command={COMMAND!r}):
     print("held", flush=True)
     sys.stdin.read()

@@ -127,7 +127,7 @@ def test_default_verbosity_keeps_what_libraries_write_to_stderr_off_the_console(
     with console.libraries_to_log(0, "test") as stream:
         os.write(2, b"cudart_stub.cc: Could not find cuda drivers\n")
         print("[p3data] progress", file=stream)
-        logging.getLogger("p3data.cache.lock").warning("p3data: taking over the lock")
+        logging.getLogger("p3data.lock").warning("p3data: taking over the lock")
     os.write(2, b"after\n")
     assert capfd.readouterr().err == "[p3data] progress\np3data: taking over the lock\nafter\n"
 

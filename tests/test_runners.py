@@ -44,10 +44,10 @@ def test_only_the_tokenizing_step_ships_the_model(tmp_path):
     """Beam pickles (and compresses) every step's settings more than once: the model goes with
     the step that tokenizes only; the others carry its digest, which the manifest records."""
     from apache_beam.internal import pickler
+    from p3data.pipelines.cache import CompleteTask, PlanSplit, RenderShard
 
-    from p3data.cache.plan import CacheConfig
+    from p3data.builder.plan import CacheConfig
     from p3data.vocab import SAMPLE_VOCAB
-    from pipelines.cache import CompleteTask, PlanSplit, RenderShard
 
     model = SAMPLE_VOCAB.read_bytes()
     config = CacheConfig(output_dir=str(tmp_path), vocab_model=model)

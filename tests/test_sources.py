@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from p3data import t0
-from p3data.cache.plan import CacheConfig, build_plan
+from p3data.builder.plan import CacheConfig, build_plan
 from p3data.cli import main
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.errors import DataNotFoundError, RowFileError, SourceError

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from helpers.cache import run_cache
 
-from p3data.cache.lock import output_lock
 from p3data.cli import main
 from p3data.format.index import scan_offsets
+from p3data.lock import output_lock
 
 TASK = "super_glue_rte_GPT_3_style"
 SHARD = "validation.tfrecord-00000-of-00001"

@@ -17,7 +17,7 @@ import argparse
 import sys
 
 from p3data import fs
-from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
+from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.commands import console
 from p3data.commands.extras import require
 from p3data.commands.options import add_data_options, positive_int, rate
@@ -27,8 +27,9 @@ from p3data.errors import P3DataError
 
 def run(args: argparse.Namespace) -> int:
     from p3data import t0
-    from p3data.cache.plan import CacheConfig
-    from p3data.cache.summary import summary_table
+    from p3data.builder.driver import run_cache
+    from p3data.builder.plan import CacheConfig
+    from p3data.builder.summary import summary_table
     from p3data.vocab import read_vocabulary
 
     require("apache_beam", "pyarrow")
@@ -41,11 +42,11 @@ def run(args: argparse.Namespace) -> int:
         p3_layout=args.p3_layout, rows_per_shard=args.rows_per_shard,
         max_error_rate=args.max_error_rate)
     with console.libraries_to_log(args.verbose, "cache") as stream:
-        from p3data.pipelines.cache import run_cache  # Beam: its import talks too
+        from p3data.pipelines.cache import graph_runner  # Beam: its import talks too
 
-        result = run_cache(config, specs, splits=args.splits, pipeline_args=args.beam_args,
-                           own_options=args.own_options, force=args.force,
-                           progress_every=args.progress_every, out=stream)
+        run_graph = graph_runner(args.beam_args, own_options=args.own_options)
+        result = run_cache(config, specs, run_graph=run_graph, splits=args.splits,
+                           force=args.force, progress_every=args.progress_every, out=stream)
     with console.reader_may_leave(sys.stdout):
         print(summary_table(result))
     with console.reader_may_leave(sys.stderr):

@@ -98,7 +98,7 @@ def check_target(mirror: str, datasets: Collection[str]) -> None:
     p3data's lock and temporaries): fetch writes only in dataset folders, and a folder of
     other things is a mistyped path more likely than a mirror."""
     from p3data import fs
-    from p3data.format.layout import LOCK
+    from p3data.lock import LOCK
 
     if not fs.is_dir(mirror):
         if fs.exists(mirror):
@@ -138,7 +138,7 @@ def fetch(entries: Sequence[DatasetEntry], mirror: str, *, hub_root: str | None,
     """Snapshot every entry into `mirror` under a progress bar, holding the mirror's lock
     (`force` takes over the lock of a run that died); print the summary."""
     from p3data import fs
-    from p3data.cache.lock import output_lock
+    from p3data.lock import output_lock
     from p3data.progress import ProgressBar
     from p3data.tables import text_table
 
@@ -202,8 +202,7 @@ def _unfinished(mirror: str) -> list[str]:
     """The mirror's lock, if a fetch holds it or died holding it: what it wrote so far may be
     consistent, but the fetch asked for is not done."""
     from p3data import fs
-    from p3data.cache.lock import describe_lock
-    from p3data.format.layout import LOCK
+    from p3data.lock import LOCK, describe_lock
 
     path = fs.join(mirror, LOCK)
     try:

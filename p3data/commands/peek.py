@@ -11,7 +11,7 @@ from p3data.errors import P3DataError
 
 def run(args: argparse.Namespace) -> int:
     from p3data import t0
-    from p3data.cache.verify import not_a_cache, task_folders
+    from p3data.format.cache_folder import not_a_cache, task_folders
 
     root = cache_root(args.cache_dir)
     t0.load_definitions().task(args.task)  # an unknown task name fails before any reading
@@ -47,9 +47,11 @@ def cached_task_folder(root: str, task: str, split: str) -> str:
     its `split` there and what to do."""
     from p3data import fs
     from p3data.format import layout
+    from p3data.format.cache_folder import is_complete, splits_with_info
 
     folder = layout.task_dir(root, task)
-    if not fs.exists(fs.join(folder, layout.COMPLETED)):
+    names = fs.files_in(folder)
+    if not is_complete(names):
         if fs.glob(fs.join(folder, "*")):
             raise P3DataError(f"{folder}: task {task} is incomplete (no {layout.COMPLETED}): "
                               f"rerun the p3data cache command that writes {root} to finish it")
@@ -57,8 +59,7 @@ def cached_task_folder(root: str, task: str, split: str) -> str:
             raise P3DataError(f"{root}: a cache in P3's layout; peek {fs.join(root, 'data')}")
         raise P3DataError(f"{root}: task {task} is not in this cache; build it with "
                           f"p3data cache --output-dir {root} --tasks {task}")
-    splits = sorted(path.rsplit("/", 1)[1].removeprefix("info.").removesuffix(".json")
-                    for path in fs.glob(fs.join(folder, "info.*.json")))
+    splits = splits_with_info(names)
     if split not in splits:
         raise P3DataError(f"{folder}: no split {split!r} cached; pass --split with one of: "
                           f"{', '.join(splits) or 'none'}")
@@ -69,9 +70,11 @@ def first_damage(folder: str, split: str) -> str | None:
     """Where the split's shards are truncated or fail their checksums (TensorFlow's error
     names no file), or None when they are sound."""
     from p3data import fs
+    from p3data.format.cache_folder import seqio_shards
     from p3data.format.tfrecord import CorruptRecordError, read_records
 
-    for path in fs.glob(fs.join(folder, f"{split}.tfrecord-*")):
+    for name in seqio_shards(fs.files_in(folder), split):
+        path = fs.join(folder, name)
         try:
             with fs.open_read(path) as handle:
                 for _ in read_records(handle, path):

@@ -14,7 +14,7 @@ import argparse
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data.cache.verify import verify_cache
+    from p3data.format.verify import verify_cache
 
     verdict = verify_cache(args.cache_dir, against=args.against)
     for line in verdict.unfinished + verdict.problems:

@@ -34,7 +34,7 @@ def export_tasks(cache: CacheReader, tasks: Sequence[str], out: str, *, settings
     then write the card from every task complete in `out`. `out` is refused unless it is
     empty or an export p3data made. A task that fails (a corrupt record, a cache that does
     not add up) is an outcome; the others go on."""
-    from p3data.cache.lock import output_lock
+    from p3data.lock import output_lock
 
     refuse_unless_ours(out, cache=cache.root)
     with output_lock(out, force=force):

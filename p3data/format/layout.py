@@ -5,8 +5,8 @@ seqio cache:  <root>/<task>/{<split>.tfrecord-SSSSS-of-NNNNN, info.<split>.json,
 P3 layout:    <root>/data/<task>/... with one shard per split, plus <root>/data_split_sizes.csv
 p3data adds   <task>/manifest.json and <task>/index.<split>-SSSSS-of-NNNNN.npy (each shard's
               record offsets, a name seqio's `<split>.tfrecord-*-of-*N` never matches) beside
-              seqio's files; while building, <root>/.p3data-work/
-              and the lock <root>/.p3data-lock. Files are written under temporary names
+              seqio's files; while building, <root>/.p3data-work/ and the lock <root>/.p3data-lock
+              (`p3data.lock` names it). Files are written under temporary names
               `.p3data-tmp-<uuid>-<name>` (hidden: no seqio pattern matches them) and renamed.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from importlib import metadata
 from typing import Any
 
@@ -22,7 +23,6 @@ from p3data import fs
 COMPLETED = "COMPLETED"
 MANIFEST = "manifest.json"
 WORK_DIR = ".p3data-work"
-LOCK = ".p3data-lock"
 TEMP_PREFIX = fs.TEMP_PREFIX
 P3_SEQIO_VERSION = "0.0.6"  # what P3's info files say
 P3_INDEX = "data_split_sizes.csv"
@@ -47,6 +47,15 @@ def task_dir(root: str, task: str, p3_layout: bool = False) -> str:
 
 def shard_name(split: str, index: int, count: int) -> str:
     return f"{split}.tfrecord-{index:05d}-of-{count:05d}"
+
+
+# `shard_name`, read back: its split, index and count.
+SHARD_NAME = re.compile(r"(?P<split>.+)\.tfrecord-(?P<index>\d{5})-of-(?P<count>\d{5})")
+
+
+def is_shard(name: str) -> bool:
+    """Whether a task folder's file is a shard (seqio's pattern: `*.tfrecord-*`)."""
+    return ".tfrecord-" in name
 
 
 def info_name(split: str) -> str:

@@ -11,7 +11,7 @@ import msgspec
 
 from p3data import fs
 from p3data.errors import P3DataError
-from p3data.format.layout import MANIFEST, dumps
+from p3data.format.layout import MANIFEST, dumps, is_shard
 
 # The version of what p3data writes (manifests, and the bytes of caches: fingerprints carry
 # it, so a new version rebuilds older caches). Bump it when either changes.
@@ -51,6 +51,11 @@ class SplitRecord:
     @property
     def examples(self) -> int:
         return self.stats["examples"]
+
+    @property
+    def shards(self) -> list[str]:
+        """The split's shards, in order (`-00000-of-N` first)."""
+        return sorted(name for name in self.files if is_shard(name))
 
     @property
     def tokens(self) -> int:

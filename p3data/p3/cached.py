@@ -16,6 +16,7 @@ from typing import BinaryIO
 from p3data import fs
 from p3data.errors import P3DataError
 from p3data.format import layout
+from p3data.format.cache_folder import not_a_cache
 from p3data.format.example import encode_example
 from p3data.format.example_decoding import (
     ExampleDecodeError,
@@ -53,8 +54,8 @@ class CachedTasks:
 
 def cached_tasks(root: str) -> CachedTasks:
     """Every complete task of the cache at `root` (unfinished folders are not data yet)."""
-    if not fs.exists(root):
-        raise P3DataError(f"{root}: no such cache folder; give the folder p3data cache wrote")
+    if not fs.exists(root):  # named as given (the reader names it as its absolute path)
+        raise not_a_cache(root)
     cache = open_cache(root)
     tasks: dict[str, CachedTask] = {}
     unreadable = []

@@ -26,6 +26,8 @@ import pyarrow.parquet as pq
 
 from p3data import fs
 from p3data.errors import P3DataError
+from p3data.format import layout
+from p3data.format.cache_folder import task_names
 from p3data.format.example_decoding import ExampleDecodeError
 from p3data.format.features import (
     ANSWER_CHOICES,
@@ -50,7 +52,6 @@ from p3data.p3.cached import (
 from p3data.progress import duration
 from p3data.tables import text_table
 
-TFRECORD_SHARD = re.compile(r"(?P<split>.+)\.tfrecord-(?P<index>\d{5})-of-(?P<count>\d{5})")
 PARQUET_SHARD = re.compile(r"(?P<split>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.parquet")
 TOKENS, TEXTS, OTHERS = (INPUTS, TARGETS), (INPUTS_TEXT, TARGETS_TEXT), (
     ANSWER_CHOICES, IDX, IS_CORRECT, WEIGHT)
@@ -89,18 +90,17 @@ def find_p3(p3_dir: str) -> dict[str, dict[str, P3Split]]:
     root = fs.canonical(fs.without_trailing_slash(p3_dir))
     if not fs.exists(root):
         raise P3DataError(f"{p3_dir}: no such folder; give a copy of P3 (bigscience/P3)")
-    found: dict[tuple[str, str, bool], dict[int, str]] = {}
+    found: dict[tuple[str, str, bool], dict[int, str]] = {}  # (task, split, parquet) -> shards
     totals: dict[tuple[str, str, bool], set[int]] = {}
-    for path in fs.walk_files(root):
-        parts = path[len(root) + 1:].split("/")
-        if parts[0] == "data":
-            parts = parts[1:]
-        match = len(parts) == 2 and (TFRECORD_SHARD.fullmatch(parts[1])
-                                     or PARQUET_SHARD.fullmatch(parts[1]))
-        if match:
-            key = (parts[0], match["split"], match.re is PARQUET_SHARD)
-            found.setdefault(key, {})[int(match["index"])] = path
-            totals.setdefault(key, set()).add(int(match["count"]))
+    named = [(path, match) for path in fs.walk_files(root)
+             if (match := layout.SHARD_NAME.fullmatch(fs.name_of(path))
+                 or PARQUET_SHARD.fullmatch(fs.name_of(path)))]
+    task_of = {folder: task for task, folder
+               in task_names(root, {fs.parent_of(path) for path, _ in named}).items()}
+    for path, match in named:
+        key = (task_of[fs.parent_of(path)], match["split"], match.re is PARQUET_SHARD)
+        found.setdefault(key, {})[int(match["index"])] = path
+        totals.setdefault(key, set()).add(int(match["count"]))
     if not found:
         raise P3DataError(
             f"{p3_dir}: holds neither of P3's layouts: no [data/]<task>/<split>.tfrecord-"

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 from p3data import fs
-from p3data.cache.lock import output_lock
 from p3data.format.index import (
     RecordIndexError,
     index_bytes,
@@ -25,6 +24,7 @@ from p3data.format.index import (
     scan_offsets,
 )
 from p3data.format.manifest import write_manifest
+from p3data.lock import output_lock
 from p3data.progress import duration
 from p3data.read.reader import open_cache
 

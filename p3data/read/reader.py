@@ -18,7 +18,6 @@ by reading their headers, once per shard.
 from __future__ import annotations
 
 import bisect
-import fnmatch
 import posixpath
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -27,9 +26,16 @@ import msgspec
 import numpy as np
 
 from p3data import fs
-from p3data.cache.verify import not_a_cache, scan
 from p3data.errors import NotFoundError, P3DataError
 from p3data.format import layout
+from p3data.format.cache_folder import (
+    is_complete,
+    not_a_cache,
+    scan,
+    seqio_shards,
+    splits_with_info,
+    task_names,
+)
 from p3data.format.example_decoding import ExampleDecoder, FeatureInfo
 from p3data.format.index import RecordIndexError, index_for, read_index, scan_offsets
 from p3data.format.manifest import Manifest, read_manifest
@@ -68,14 +74,12 @@ class TaskSplit(Sequence[Example]):
 
     def _find_shards(self, num_shards: int | None) -> list[ShardFile]:
         if self._manifest is not None:
-            names = sorted(name for name in self._manifest.splits[self.split].files
-                           if ".tfrecord-" in name)
+            names = self._manifest.splits[self.split].shards
             if missing := [name for name in names if name not in self._files]:
                 raise P3DataError(f"{fs.join(self.folder, missing[0])}: missing (listed in "
                                   f"{layout.MANIFEST}); check the cache with p3data verify")
-        else:  # seqio's pattern
-            pattern = f"{self.split}.tfrecord-*-of-*{num_shards if num_shards else ''}"
-            names = sorted(fnmatch.filter(self._files, pattern))
+        else:
+            names = seqio_shards(self._files, self.split, num_shards)
         return [self._files[name] for name in names]
 
     def __repr__(self) -> str:
@@ -232,11 +236,11 @@ class CacheReader:
         self.root = fs.canonical(fs.without_trailing_slash(root))
         self._fs, _ = fs.resolve(self.root)
         folders = scan(self.root).folders
-        if not any(layout.COMPLETED in names for names in folders.values()):
+        if not any(is_complete(names) for names in folders.values()):
             raise _unreadable(self.root, folders)
-        named = _task_names(self.root, list(folders))
+        named = task_names(self.root, folders)
         self._folders = {task: folder for task, folder in named.items()
-                         if layout.COMPLETED in folders[folder]}
+                         if is_complete(folders[folder])}
         self._unfinished = {task: folder for task, folder in named.items()
                             if task not in self._folders}
         self._listings: dict[str, tuple[dict[str, ShardFile], Manifest | None]] = {}
@@ -271,8 +275,7 @@ class CacheReader:
         files, manifest = self._listing(task)
         if manifest is not None:
             return list(manifest.splits)
-        return sorted(name[len("info."):-len(".json")]
-                      for name in fnmatch.filter(files, layout.info_name("*")))
+        return splits_with_info(files)
 
     def split(self, task: str, split: str) -> TaskSplit:
         files, manifest = self._listing(task)
@@ -294,15 +297,6 @@ class CacheReader:
             manifest = read_manifest(folder) if layout.MANIFEST in listing else None
             self._listings[task] = listing, manifest
         return self._listings[task]
-
-
-def _task_names(root: str, folders: list[str]) -> dict[str, str]:
-    """Task name -> folder: seqio's `:` levels below the root, or P3's `data/<task>`."""
-    relative = {folder: folder[len(root) + 1:] for folder in folders}
-    if all(path.startswith("data/") and path.count("/") == 1 for path in relative.values()):
-        relative = {folder: path[len("data/"):] for folder, path in relative.items()}
-    return {(path.replace("/", ":") or fs.name_of(folder)): folder
-            for folder, path in relative.items()}
 
 
 def _known(names: list[str]) -> str:

@@ -16,9 +16,9 @@ from functools import cached_property
 import numpy as np
 
 from p3data import fs, t0
-from p3data.cache.verify import not_a_cache, scan
 from p3data.errors import P3DataError
 from p3data.format import layout
+from p3data.format.cache_folder import is_complete, not_a_cache, scan
 from p3data.format.example_decoding import ExampleDecodeError, feature_spans, value_count
 from p3data.format.features import INPUTS, TARGETS
 from p3data.format.manifest import Manifest, ManifestError, SplitRecord, read_manifest
@@ -173,7 +173,7 @@ def read_folder(folder: str, names: Sequence[str], *, split: str,
     """The report of a task folder holding the files `names` (None: left out), and the
     problems found reading it."""
     problems = []
-    if layout.COMPLETED not in names:
+    if not is_complete(names):
         problems.append(f"{folder}: no {layout.COMPLETED}: the task is not complete")
     if layout.MANIFEST not in names:
         return None, [*problems, f"{folder}: no {layout.MANIFEST} (not built by p3data); left out"]
@@ -195,8 +195,7 @@ def read_task(folder: str, manifest: Manifest, split: str, max_records: int) -> 
     lengths = None
     record = manifest.splits.get(split)
     if record and record.examples:
-        shards = sorted(name for name in record.files if ".tfrecord-" in name)
-        lengths = read_lengths(folder, shards, record.examples, max_records)
+        lengths = read_lengths(folder, record.shards, record.examples, max_records)
     return TaskReport(manifest.task, manifest.dataset, manifest.template.name, splits, lengths)
 
 

@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from p3data import __version__, fs, t0
-from p3data.cache.defaults import DEFAULT_MAX_ERROR_RATE
+from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.shards import ROWS_PER_SHARD, Shard
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError
 from p3data.format import layout
+from p3data.format.cache_folder import is_complete, splits_present
 from p3data.format.manifest import (
     FORMAT_VERSION,
     Manifest,
@@ -200,16 +200,6 @@ def _earlier_build(config: CacheConfig, spec: t0.TaskSpec, folder: str) -> Manif
     return manifest if same else None
 
 
-_SPLIT_FILE = re.compile(r"info\.(.+)\.json|stats\.(.+)\.json|(.+)\.tfrecord-\d+-of-\d+"
-                         r"|index\.(.+)-\d+-of-\d+\.npy")
-
-
-def _splits_present(names: Sequence[str]) -> set[str]:
-    """The splits whose shards, indexes, info or stats are among these file names."""
-    return {next(filter(None, match.groups())) for name in names
-            if (match := _SPLIT_FILE.fullmatch(name))}
-
-
 def plan_task(config: CacheConfig, spec: t0.TaskSpec, sources: dict[str, dict],
               shard_counts: dict[str, int]) -> TaskInfo | str | None:
     """What a run asked to build these splits of a task (`sources`: the identity of each one's
@@ -224,7 +214,7 @@ def plan_task(config: CacheConfig, spec: t0.TaskSpec, sources: dict[str, dict],
     keepable = {split: record for split, record in (earlier.splits if earlier else {}).items()
                 if split in spec.split_mapping and set(record.files) <= set(names)}
     order = list(spec.split_mapping)
-    others = sorted(_splits_present(names) & set(order) - set(sources), key=order.index)
+    others = sorted(splits_present(names) & set(order) - set(sources), key=order.index)
     if lost := [split for split in others if split not in keepable]:
         return (f"{folder} holds its {', '.join(lost)} split{'s' * (len(lost) > 1)}, built with "
                 "other settings or not recorded in its manifest, which building only "
@@ -235,7 +225,7 @@ def plan_task(config: CacheConfig, spec: t0.TaskSpec, sources: dict[str, dict],
     every = {split: recorded.get(split, {}) if split in others else sources[split]
              for split in order if split in others or split in sources}
     fingerprint = _fingerprint(config, spec, every)
-    if layout.COMPLETED in names and earlier and earlier.fingerprint == fingerprint:
+    if is_complete(names) and earlier and earlier.fingerprint == fingerprint:
         return None
     build = tuple(split for split in sources if split not in kept)
     return TaskInfo(spec, fingerprint, build, {s: shard_counts[s] for s in build}, every, kept)

@@ -12,38 +12,24 @@ complete task is not. `against` compares two builds file by file.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import hashlib
-from collections import defaultdict
 from typing import BinaryIO
 
 import numpy as np
 
 from p3data import fs
-from p3data.cache.lock import Holder, describe_lock
-from p3data.errors import P3DataError
 from p3data.format import layout
+from p3data.format.cache_folder import is_complete, not_a_cache, scan
 from p3data.format.index import RecordIndexError, index_for, offsets_from_lengths, read_index
-from p3data.format.manifest import ManifestError, read_manifest
+from p3data.format.manifest import ManifestError, SplitRecord, read_manifest
 from p3data.format.tfrecord import CorruptRecordError, read_records
+from p3data.lock import LOCK, Holder, describe_lock
 
-# A folder holding any of these is a task folder (at the cache root: not a temporary).
-TASK_FILES = layout.TASK_FILES
 SEALS = (layout.MANIFEST, layout.COMPLETED)  # files a manifest never lists
 RERUN = "a run is writing it, crashed or failed: rerun p3data cache to finish"
 # `p3data index` adds files to complete task folders: each index, then the manifest listing
 # them, so a run killed in between leaves indexes not listed yet (or a temporary of either).
 RERUN_INDEX = "p3data index is writing it, crashed or failed: rerun p3data index to finish"
-
-
-@dataclasses.dataclass(frozen=True)
-class Cache:
-    """What a cache folder holds: task folders (path -> names of their files) and what a run
-    leaves at the root while it runs (the work dir, the lock, temporaries)."""
-
-    root: str
-    folders: dict[str, list[str]]
-    leftovers: list[str]
 
 
 @dataclasses.dataclass
@@ -80,42 +66,10 @@ class Verdict:
                 f"{len(self.unfinished)} unfinished, {len(self.problems)} problems")
 
 
-def scan(root: str) -> Cache:
-    """Find task folders by what they hold, at any depth (seqio's `:` levels, P3's `data/`)."""
-    root = fs.canonical(fs.without_trailing_slash(root))
-    by_folder: dict[str, list[str]] = defaultdict(list)
-    leftovers: set[str] = set()
-    for path in fs.walk_files(root):
-        folder, _, name = path.rpartition("/")
-        if path[len(root) + 1:].split("/", 1)[0] == layout.WORK_DIR:
-            leftovers.add(fs.join(root, layout.WORK_DIR))
-        elif name:  # object stores may list folder placeholders
-            by_folder[folder].append(name)
-    root_names = by_folder.pop(root, [])  # the root is a task folder only if given one
-    root_is_task = any(_is_task_file(n) for n in root_names if not n.startswith(layout.TEMP_PREFIX))
-    for name in root_names:
-        if name == layout.LOCK or (name.startswith(layout.TEMP_PREFIX) and not root_is_task):
-            leftovers.add(fs.join(root, name))
-        elif root_is_task:
-            by_folder[root].append(name)
-    folders = {folder: sorted(names) for folder, names in sorted(by_folder.items())
-               if any(_is_task_file(name) for name in names)}
-    return Cache(root, folders, sorted(leftovers))
-
-
-def _is_task_file(name: str) -> bool:
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in TASK_FILES)
-
-
-def task_folders(root: str) -> list[str]:
-    """Every task folder under `root`, complete or not."""
-    return list(scan(root).folders)
-
-
 def check_task(folder: str, names: list[str]) -> TaskCheck:
     """Check a task folder holding the files `names`: a folder without COMPLETED is unfinished
     (seqio does not read it) and is not checked further."""
-    check = TaskCheck(folder, names, complete=layout.COMPLETED in names)
+    check = TaskCheck(folder, names, complete=is_complete(names))
     if not check.complete:
         return check
     try:
@@ -127,9 +81,7 @@ def check_task(folder: str, names: list[str]) -> TaskCheck:
     lengths: dict[str, list[int]] = {}  # sound shard -> its records' lengths
     for split, record in manifest.splits.items():
         check.listed.update(record.files)
-        check.problems += _check_split(folder, split, files=record.files,
-                                       examples=record.examples, num_shards=record.num_shards,
-                                       names=names, lengths=lengths)
+        check.problems += _check_split(folder, split, record, names=names, lengths=lengths)
     for name in names:
         if name not in SEALS and name not in check.listed:
             _unlisted(check, name, lengths)
@@ -159,14 +111,14 @@ def _unlisted(check: TaskCheck, name: str, lengths: dict[str, list[int]]) -> Non
                               "task")
 
 
-def _check_split(folder: str, split: str, *, files: dict[str, str], examples: int,
-                 num_shards: int, names: list[str], lengths: dict[str, list[int]]) -> list[str]:
+def _check_split(folder: str, split: str, record: SplitRecord, *, names: list[str],
+                 lengths: dict[str, list[int]]) -> list[str]:
     """Problems of one split's files; the lengths of the records of its sound shards are
     added to `lengths`."""
     problems = []
-    shards = sorted(name for name in files if ".tfrecord-" in name)
+    files, examples, num_shards = record.files, record.examples, record.num_shards
     expected = [layout.shard_name(split, index, num_shards) for index in range(num_shards)]
-    if shards != expected:
+    if record.shards != expected:
         problems.append(f"{fs.join(folder, layout.MANIFEST)}: split {split}: the shards listed "
                         f"are not its {num_shards} shards {split}.tfrecord-*-of-{num_shards:05d}")
     records = 0
@@ -178,11 +130,11 @@ def _check_split(folder: str, split: str, *, files: dict[str, str], examples: in
             continue
         with fs.open_read(path) as handle:
             reader = _HashingReader(handle)
-            if ".tfrecord-" in name:
+            if layout.is_shard(name):
                 shard_lengths: list[int] = []
                 try:
-                    for record in read_records(reader, path):
-                        shard_lengths.append(len(record))
+                    for payload in read_records(reader, path):
+                        shard_lengths.append(len(payload))
                     sound[name] = shard_lengths
                 except CorruptRecordError as err:
                     problems.append(str(err))
@@ -263,7 +215,7 @@ def _verify(root: str) -> tuple[Verdict, list[TaskCheck]]:
 
 def _leftover(path: str) -> str:
     name = path.rpartition("/")[2]
-    if name == layout.LOCK:
+    if name == LOCK:
         try:
             data = fs.read_bytes(path)
         except FileNotFoundError:
@@ -282,18 +234,6 @@ def _rerun(lock: bytes) -> str:
     except ValueError:
         return RERUN
     return RERUN_INDEX if command.startswith("p3data index") else RERUN
-
-
-def not_a_cache(root: str) -> P3DataError:
-    """The error for a folder that holds no task folder: missing, a file, or someone else's."""
-    if not fs.exists(root):
-        return P3DataError(f"{root}: no such cache folder; give the folder p3data cache wrote")
-    if not fs.is_dir(root):
-        return P3DataError(f"{root}: is a file, not a cache folder; give the folder p3data "
-                           "cache wrote")
-    return P3DataError(f"{root}: holds no task folders (no {layout.COMPLETED}, "
-                       f"{layout.MANIFEST} or shards, in seqio's or P3's layout); give the "
-                       "folder p3data cache wrote")
 
 
 def compare(ours: list[TaskCheck], theirs: list[TaskCheck], root: str, other: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""One writer per output folder: the lock file `<output>/.p3data-lock`.
+"""One writer per output folder: the lock file `<output>/.p3data-lock`, held by whatever writes
+a folder (a cache run, `p3data index`, `export`, `fetch`).
 
 Two runs writing one cache would mix their shards and manifests, so a run holds this lock for
 its whole length. The file is made by an exclusive create (fsspec's "xb": local disk,
@@ -27,8 +28,8 @@ from datetime import UTC, datetime
 
 from p3data import fs
 from p3data.errors import P3DataError
-from p3data.format.layout import LOCK
 
+LOCK = ".p3data-lock"  # the lock file's name, in the folder it locks
 logger = logging.getLogger(__name__)
 
 

@@ -9,8 +9,9 @@ import fnmatch
 from p3data import fs
 from p3data.errors import P3DataError
 from p3data.format import layout
+from p3data.lock import LOCK
 
-ROOT_FILES = (layout.LOCK, layout.P3_INDEX, layout.TEMP_PREFIX + "*")
+ROOT_FILES = (LOCK, layout.P3_INDEX, layout.TEMP_PREFIX + "*")
 
 
 def check_output_folder(root: str) -> None:

@@ -12,7 +12,7 @@ from contextlib import ExitStack
 
 from p3data import fs
 from p3data.batching import batched
-from p3data.cache.plan import CacheConfig, TaskOutput, WorkUnit, describe_bug
+from p3data.builder.plan import CacheConfig, TaskOutput, WorkUnit, describe_bug
 from p3data.datasets.schema import RowChecker
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from p3data.cache.plan import CachePlan
+from p3data.builder.plan import CachePlan
 from p3data.format import layout
 from p3data.format.manifest import read_manifest
 from p3data.tables import text_table

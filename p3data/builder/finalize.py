@@ -27,7 +27,7 @@ import numpy as np
 
 from p3data import __version__, fs
 from p3data.batching import batched
-from p3data.cache.plan import (
+from p3data.builder.plan import (
     CacheConfig,
     TaskInfo,
     reusable_record,
@@ -271,7 +271,7 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     sha256s): info and stats JSON, then the split's summary, kept in the work folder so a
     rerun reuses it."""
     task, split, record = info.spec.name, assembly.split, assembly.record
-    written = sum(".tfrecord-" in name for name in shards)
+    written = sum(layout.is_shard(name) for name in shards)
     if written != record.num_shards or len(shards) != 2 * written:
         raise RuntimeError(f"{task}/{split}: {written} of {record.num_shards} output shards "
                            f"were written, and {len(shards) - written} indexes")
