@@ -22,7 +22,7 @@ from pathlib import Path
 from common import DATASETS, PeakMemory, write_mirror
 
 from p3data.export.folder import export_tasks
-from p3data.export.records import DEFAULT_EXAMPLES_PER_SHARD, FORMATS, Settings
+from p3data.export.records import DEFAULT_EXAMPLES_PER_SHARD, FORMATS, ExportSettings
 from p3data.read import open_cache
 from p3data.vocab import SAMPLE_VOCAB
 
@@ -68,7 +68,7 @@ def main() -> None:
     for kind in FORMATS:
         out = Path(args.work) / f"export-{kind}"
         shutil.rmtree(out, ignore_errors=True)
-        settings = Settings(kind, examples_per_shard=args.examples_per_shard)
+        settings = ExportSettings(kind, examples_per_shard=args.examples_per_shard)
         with PeakMemory(os.getpid()) as memory:
             start = time.perf_counter()
             outcomes = export_tasks(open_cache(str(cache.root)), tasks, str(out),

@@ -249,8 +249,11 @@ def group_by_source_split(
 
 
 def load_definitions() -> T0Definitions:
-    """T0's tasks over the catalog and templates in effect (`P3DATA_CATALOG` and
-    `P3DATA_TEMPLATE_DIRS` included)."""
+    """T0's tasks and mixtures over the catalog and templates in effect (`P3DATA_CATALOG` and
+    `P3DATA_TEMPLATE_DIRS` included), as data: `T0Definitions.tasks` maps a task name to its
+    `TaskSpec` (dataset, template, splits, rate cap) and `.mixtures` a mixture name to its
+    `MixtureSpec`; `.task(name)` and `.mixture(name)` look one up or raise `NotFoundError`
+    naming close matches. Reads package data only: no rows, no vocabulary, no seqio."""
     return define(Catalog.load(), TemplateCollection.default())
 
 

@@ -21,7 +21,7 @@ from helpers.templates import template_entry, write_templates
 
 from p3data.cli import main
 from p3data.export.folder import export_tasks
-from p3data.export.records import Settings
+from p3data.export.records import ExportSettings
 from p3data.lock import output_lock
 from p3data.read import open_cache
 
@@ -139,7 +139,7 @@ def test_jsonl_round_trip(cache, tmp_path):
 
 def test_shards_and_row_groups_are_bounded(cache, tmp_path):
     task = "super_glue_copa_exercise_score_eval"
-    settings = Settings("parquet", examples_per_shard=8, row_group_examples=3)
+    settings = ExportSettings("parquet", examples_per_shard=8, row_group_examples=3)
     outcomes = export_tasks(open_cache(str(cache)), [task], str(tmp_path), settings=settings)
     assert [o.status for o in outcomes] == ["exported"]
     examples = reader_examples(cache, task, "train")

@@ -8,3 +8,5 @@ templates of a dataset over one source shard, tokenize in batches, write one par
 `summary` serve it. The Beam graph that runs the stages is
 `p3data.pipelines.cache`; a built cache is checked by `p3data.format.verify`.
 """
+
+__all__: list[str] = []  # a package of modules, one job each: import the one you need

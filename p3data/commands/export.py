@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from p3data import fs
     from p3data.export.folder import export_tasks
     from p3data.export.naming import CARD
-    from p3data.export.records import Settings
+    from p3data.export.records import ExportSettings
     from p3data.export.selection import select_tasks
     from p3data.progress import ProgressBar
     from p3data.read import open_cache
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"[p3data export] the cache lacks {len(lacking):,} of the tasks asked for, e.g. "
               f"{lacking[0]}: they are not exported", file=sys.stderr)
     out = fs.without_trailing_slash(args.out)
-    settings = Settings(args.format, examples_per_shard=args.examples_per_shard)
+    settings = ExportSettings(args.format, examples_per_shard=args.examples_per_shard)
     expected = {task: _examples(cache, task) for task in tasks}
     with ProgressBar(expected, unit="examples", label="p3data export") as progress:
         outcomes = export_tasks(cache, tasks, out, settings=settings, force=args.force,

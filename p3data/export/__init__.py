@@ -20,3 +20,10 @@ and the per-task record), `parquet` and `jsonl` (a writer per format), `card` (R
 `selection` (which tasks), `task` (one task's splits), `folder` (the folder as a whole: where
 p3data may write, and the run over all tasks).
 """
+
+from p3data.export.folder import export_tasks
+from p3data.export.records import ExportSettings, TaskRecord
+from p3data.export.selection import select_tasks
+from p3data.export.task import TaskExportOutcome
+
+__all__ = ["ExportSettings", "TaskExportOutcome", "TaskRecord", "export_tasks", "select_tasks"]

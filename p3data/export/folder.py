@@ -18,7 +18,7 @@ from p3data import fs
 from p3data.errors import P3DataError
 from p3data.export.card import TITLE, card_text
 from p3data.export.naming import CARD, RECORD
-from p3data.export.records import Settings, complete_records
+from p3data.export.records import ExportSettings, complete_records
 from p3data.export.task import ExamplesWritten, TaskExportOutcome, export_task
 from p3data.format.layout import LOCK
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from p3data.read import CacheReader
 
 
-def export_tasks(cache: CacheReader, tasks: Sequence[str], out: str, *, settings: Settings,
+def export_tasks(cache: CacheReader, tasks: Sequence[str], out: str, *, settings: ExportSettings,
                  force: bool = False,
                  on_task: Callable[[TaskExportOutcome], None] = lambda outcome: None,
                  on_examples: ExamplesWritten = lambda n: None) -> list[TaskExportOutcome]:
@@ -55,7 +55,7 @@ def export_tasks(cache: CacheReader, tasks: Sequence[str], out: str, *, settings
     return outcomes
 
 
-def _refuse_mixed_formats(out: str, tasks: Sequence[str], settings: Settings) -> None:
+def _refuse_mixed_formats(out: str, tasks: Sequence[str], settings: ExportSettings) -> None:
     """One card loads one format: a folder holding tasks in another format (other than those
     this run exports anew) is not one to add to."""
     other = [r.task for r in complete_records(out)

@@ -18,7 +18,7 @@ DEFAULT_EXAMPLES_PER_SHARD = 500_000
 ROW_GROUP_EXAMPLES = 10_000
 
 
-class Settings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class ExportSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """How files are cut and encoded: a rerun with other settings exports a task anew."""
 
     format: str
@@ -41,7 +41,7 @@ class TaskRecord(msgspec.Struct, frozen=True):
     """`<out>/<task>/.p3data-export.json`: the splits exported so far, how, and from what."""
 
     task: str
-    settings: Settings
+    settings: ExportSettings
     source: dict[str, Any]  # the cache task folder's file sizes and manifest digest
     features: dict[str, FeatureSpec]
     splits: dict[str, ExportedSplit]

@@ -20,7 +20,7 @@ from p3data.export.naming import export_file_name, is_export_file, split_order
 from p3data.export.parquet import ParquetShard
 from p3data.export.records import (
     ExportedSplit,
-    Settings,
+    ExportSettings,
     TaskRecord,
     read_record,
     write_record,
@@ -49,7 +49,7 @@ class TaskExportOutcome:
     reason: str = ""
 
 
-def export_task(cache: CacheReader, task: str, out: str, *, settings: Settings,
+def export_task(cache: CacheReader, task: str, out: str, *, settings: ExportSettings,
                 on_examples: ExamplesWritten = lambda n: None) -> TaskExportOutcome:
     """Export one task's splits into `out/<task>/`, keeping the splits that a previous run
     with the same settings, from the same cache files, completed."""
@@ -83,7 +83,7 @@ def export_task(cache: CacheReader, task: str, out: str, *, settings: Settings,
 
 
 def export_split(ts: TaskSplit, folder: str, *, split: str, task: str, schema: pa.Schema,
-                 settings: Settings, on_examples: ExamplesWritten) -> ExportedSplit:
+                 settings: ExportSettings, on_examples: ExamplesWritten) -> ExportedSplit:
     """Write one split's shards under temporary names, then rename them all into place. An
     empty split has no file (P3 has none either): `datasets` fails on a split without rows."""
     expected = len(ts)

@@ -11,3 +11,5 @@ work              the work folder a build keeps as it runs (parts, markers, summ
 cache_folder      a cache folder, read: its task folders, their task names, splits and shards
 verify            a whole cache checked strictly against its manifests (`p3data verify`)
 """
+
+__all__: list[str] = []  # a package of modules, one job each: import the one you need

@@ -4,3 +4,5 @@ Each job is one module (`lint`, `validate`, `plan`, `overlap`); `common` holds w
 share. Nothing here imports seqio or TensorFlow: tokens are counted with SentencePiece
 directly, so every check starts in well under a second.
 """
+
+__all__: list[str] = []  # a package of modules, one job each: import the one you need

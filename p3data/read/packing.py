@@ -33,7 +33,11 @@ def pack(examples: Iterable[Mapping[str, Any]], lengths: Mapping[str, int] = T0_
          pack: bool = True) -> Iterator[dict[str, np.ndarray]]:
     """What `seqio.EncDecFeatureConverter(pack=pack)` makes of `examples` (their `inputs` and
     `targets` token ids; other features are dropped), as int32 numpy arrays; lazily, so an
-    endless stream (a `MixtureSampler`) is packed as it goes."""
+    endless stream (a `MixtureSampler`) is packed as it goes.
+
+    `lengths` are the feature lengths (T0's: inputs 1,024, targets 256). Yields the model's
+    rows: `encoder_input_tokens`, `decoder_target_tokens`, `decoder_input_tokens`,
+    `decoder_loss_weights`, and with `pack` the segment ids and positions of both sides."""
     _check_lengths(lengths)
     rows = _packed_rows(examples, lengths) if pack else _padded_rows(examples, lengths)
     for row in rows:

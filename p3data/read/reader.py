@@ -315,5 +315,8 @@ def _unreadable(root: str, folders: dict[str, list[str]]) -> P3DataError:
 
 
 def open_cache(root: str) -> CacheReader:
-    """The cache at `root`: a local path or any fsspec URL (gs://, memory://, file://)."""
+    """The cache at `root` (a local path or any fsspec URL: gs://, memory://, file://), as a
+    `CacheReader`: its complete `tasks`, their `splits(task)`, and `split(task, split)`, a
+    `TaskSplit` of examples (numpy arrays and strings) by number or in order. A folder that is
+    no cache is one `P3DataError` saying so; nothing is read until asked for."""
     return CacheReader(root)
