@@ -18,7 +18,7 @@ from typing import Any
 from p3data.fewshot.draws import Draws, draw_key
 from p3data.fewshot.example import FewshotExample, assemble
 from p3data.fewshot.pool import ExemplarPool, PoolSource, id_count, input_key
-from p3data.fewshot.select import NO_ROOM, Selection, select_exemplars
+from p3data.fewshot.select import Selection, select_exemplars
 from p3data.fewshot.settings import FewshotSettings
 from p3data.fewshot.shorten import FittedQuery, QueryShortener
 from p3data.fewshot.stats import FewshotStats
@@ -52,15 +52,14 @@ class FewshotPrompter:
                   for (row, rendered), ids in zip(queries, counts, strict=True)]
         selections = [self._select(query, rendered)
                       for query, (_, rendered) in zip(fitted, queries, strict=True)]
-        examples = {}
-        for k in self.settings.shots:
-            chosen = [self._first(selection, k) for selection in selections]
-            examples[k] = self._assembled(fitted, chosen)
-            for query, selection, example in zip(fitted, chosen, examples[k], strict=True):
-                shortfall = (selection.shortfall if example.num_shots == len(selection.positions)
-                             else NO_ROOM)  # its prompt came out longer than estimated
+        chosen = {k: [selection.first(k, self.pool) for selection in selections]
+                  for k in self.settings.shots}
+        examples = self._assembled(fitted, chosen)
+        for k, batch in examples.items():
+            for query, selection, example in zip(fitted, chosen[k], batch, strict=True):
                 self.stats[k].add_query(num_shots=example.num_shots, cut_tokens=query.cut_tokens,
-                                        fits=query.fits, shortfall=shortfall)
+                                        fits=query.fits,
+                                        shortfall=selection.shortfall(k, example.num_shots))
         return examples
 
     def _fit(self, row: Mapping[str, Any], rendered: Rendered, tokens: int,
@@ -78,34 +77,29 @@ class FewshotPrompter:
                                 query_key=input_key(original.inputs),
                                 query_row=row if self.source.same_split else None)
 
-    def _first(self, selection: Selection, k: int) -> Selection:
-        """The k-shot selection: the first k exemplars, short for the reason the whole was."""
-        positions = selection.positions[:k]
-        cost = sum(int(self.pool.costs[p]) for p in positions)
-        return Selection(positions, cost, selection.shortfall if len(positions) < k else None)
-
     def _assembled(self, fitted: list[FittedQuery],
-                   chosen: list[Selection]) -> list[FewshotExample]:
-        """Prompts tokenized a batch at a time; one over the length loses its last exemplar
-        until it fits (only separators that do not split words can cause it)."""
-        shown = [list(selection.positions) for selection in chosen]
-        texts = [[self.pool.text(p) for p in positions] for positions in shown]
-        pending = list(range(len(fitted)))
-        done: dict[int, FewshotExample] = {}
+                   chosen: dict[int, list[Selection]]) -> dict[int, list[FewshotExample]]:
+        """Every shot count's prompts, tokenized in one call; one over the length loses its
+        last exemplar until it fits (only separators that do not split words can cause it)."""
+        pending = [(k, i) for k in chosen for i in range(len(fitted))]
+        shown = {item: list(chosen[item[0]][item[1]].positions) for item in pending}
+        texts = {item: [self.pool.text(p) for p in shown[item]] for item in pending}
+        done: dict[tuple[int, int], FewshotExample] = {}
         while pending:
-            prompts = [assemble(texts[i], fitted[i].rendered.inputs, self.settings)
-                       for i in pending]
+            prompts = [assemble(texts[item], fitted[item[1]].rendered.inputs, self.settings)
+                       for item in pending]
             retry = []
-            for i, prompt, ids in zip(pending, prompts, self.tokenizer.encode_packed(prompts),
-                                      strict=True):
-                if shown[i] and id_count(ids) > self.settings.input_length:
-                    shown[i].pop()
-                    texts[i].pop()
-                    retry.append(i)
+            for item, prompt, ids in zip(pending, prompts, self.tokenizer.encode_packed(prompts),
+                                         strict=True):
+                positions = shown[item]
+                if positions and id_count(ids) > self.settings.input_length:
+                    positions.pop()
+                    texts[item].pop()
+                    retry.append(item)
                     continue
-                rendered = fitted[i].rendered
-                done[i] = FewshotExample(
+                rendered = fitted[item[1]].rendered
+                done[item] = FewshotExample(
                     rendered.index, prompt, rendered.targets, rendered.answer_choices,
-                    len(shown[i]), tuple(int(self.pool.rows[p]) for p in shown[i]), ids)
+                    len(positions), tuple(int(self.pool.rows[p]) for p in positions), ids)
             pending = retry
-        return [done[i] for i in range(len(fitted))]
+        return {k: [done[k, i] for i in range(len(fitted))] for k in chosen}

@@ -25,17 +25,31 @@ from p3data.fewshot.pool import ExemplarPool
 
 MAX_TRIES = 32
 # Why a query got fewer exemplars than asked.
-SHORT_POOL = "short_pool"  # the pool holds fewer allowed exemplars than asked
-NO_ROOM = "no_room"  # no more allowed exemplars fit the input length
+SHORT_POOL = "short_pool"  # the query is shown every exemplar it may be: the pool has no more
+NO_ROOM = "no_room"  # the pool has more, but none of them fits the room left
 
 
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """The chosen pool positions in prompt order, their cost, and why fewer than asked."""
+    """The chosen pool positions in prompt order, their cost, and how many exemplars the query
+    could be shown at most (`allowed_count`)."""
 
     positions: tuple[int, ...]
     cost: int
-    shortfall: str | None = None  # SHORT_POOL, NO_ROOM, or None
+    allowed: int
+
+    def first(self, k: int, pool: ExemplarPool) -> Selection:
+        """The selection at k shots: its first k exemplars (step i draws the same for any k)."""
+        positions = self.positions[:k]
+        return Selection(positions, sum(int(pool.costs[p]) for p in positions), self.allowed)
+
+    def shortfall(self, k: int, shown: int | None = None) -> str | None:
+        """Why `shown` (default: all chosen) exemplars are fewer than k: SHORT_POOL (all the
+        query may be shown are), NO_ROOM (more would not fit) or None (not fewer)."""
+        shown = len(self.positions) if shown is None else shown
+        if shown >= k:
+            return None
+        return SHORT_POOL if shown >= self.allowed else NO_ROOM
 
 
 def allowed_count(pool: ExemplarPool, query_key: int) -> int:
@@ -63,10 +77,7 @@ def select_exemplars(pool: ExemplarPool, draws: Draws, *, shots: int, budget: in
         positions.append(position)
         forbidden.add(int(pool.keys[position]))
         cost += int(pool.costs[position])
-    shortfall = None
-    if len(positions) < shots:
-        shortfall = SHORT_POOL if allowed_count(pool, query_key) < shots else NO_ROOM
-    return Selection(tuple(positions), cost, shortfall)
+    return Selection(tuple(positions), cost, allowed_count(pool, query_key))
 
 
 def _draw(pool: ExemplarPool, draws: Draws, fitting: int, *, keep_out: set[int],

@@ -6,8 +6,9 @@ fields are shortened at a word boundary and the row rendered again, so the instr
 question and answer choices survive. The longest field is cut first, down to the length of the
 next, then both together, and so on (a common cap on their lengths, the largest that fits,
 found by bisection): promptsource cuts each `{{ }}` value at 2,048 characters, so two long
-fields can still pass 1,024 tokens. A field whose cutting changes the target or the answer
-choices (e.g. story_cloze's endings) is never cut.
+fields can still pass 1,024 tokens. A field of at most `SHORT_FIELD_CHARS` (a question, a
+hypothesis) is never cut, nor one whose cutting changes the target or the answer choices (e.g.
+story_cloze's endings).
 
 Passage fields are the catalog's long free-text fields (`DatasetEntry.text_lengths`), else
 every text field the template reads; a list of texts (wiki_hop's `supports`) is cut as one
@@ -25,7 +26,10 @@ from p3data.fewshot.pool import id_count
 from p3data.templates import CompiledTemplate, Rendered
 from p3data.tokenize import Tokenizer
 
-_LAST_SPACE = re.compile(r"\s(?=\S*$)")
+# Fields this short are questions, hypotheses, options: kept whole (the catalog's longest mean
+# question, quarel's, is 230 characters); only longer ones are passages.
+SHORT_FIELD_CHARS = 256
+_LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
 
 
 def cut_text(text: str, limit: int) -> str:
@@ -78,7 +82,7 @@ class FittedQuery:
     tokens: int
     cut_tokens: int = 0  # tokens the shortening removed
     cut_fields: tuple[str, ...] = ()
-    fits: bool = True  # False: even with its passage fields emptied it is over the length
+    fits: bool = True  # False: even with its passages emptied it is over the length
 
 
 class QueryShortener:
@@ -94,7 +98,8 @@ class QueryShortener:
                 budget: int) -> FittedQuery:
         """The query fitted to `budget` tokens, or as short as it gets (`fits` False)."""
         fields = [name for name in passage_fields(row, self.template, self.long_fields)
-                  if self._may_cut(row, original, name)]
+                  if _length(row[name]) > SHORT_FIELD_CHARS
+                  and self._may_cut(row, original, name)]
         unfit = FittedQuery(original, tokens, fits=False)
         if not fields:
             return unfit
