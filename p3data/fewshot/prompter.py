@@ -3,11 +3,12 @@
 For each query (a row T0's row rule kept): measure it; shorten it if alone it is over the
 input length (`shorten`); choose its exemplars once for the largest shot count, from draws
 keyed by (seed, task, split, row) (`select`), the smaller counts taking the first ones;
-assemble each prompt and tokenize all of a batch's prompts in one call. A pool's token costs
-are exact for SentencePiece models that split on whitespace with whitespace separators (T5's,
-the sample vocabulary's); with other separators a prompt may come out longer than its estimate,
-and then its last exemplar is left out until it fits. Nothing here depends on which rows came
-before, so any sharding, batching, order or worker gives the same examples.
+assemble each prompt and tokenize all of a batch's prompts in one call. With whitespace
+separators and a SentencePiece model that splits on whitespace (T5's, the sample vocabulary's)
+a prompt's tokens are the sum of its parts' (tested), so the pool's costs say what fits; should
+a prompt still come out longer (e.g. a separator that joins words), its last exemplar is left
+out until it fits. Nothing here depends on which rows came before, so any sharding, batching,
+order or worker gives the same examples.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class FewshotPrompter:
                   for (row, rendered), ids in zip(queries, counts, strict=True)]
         selections = [self._select(query, rendered)
                       for query, (_, rendered) in zip(fitted, queries, strict=True)]
-        chosen = {k: [selection.first(k, self.pool) for selection in selections]
+        chosen = {k: [selection.first(k) for selection in selections]
                   for k in self.settings.shots}
         examples = self._assembled(fitted, chosen)
         for k, batch in examples.items():

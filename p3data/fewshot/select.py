@@ -31,22 +31,19 @@ NO_ROOM = "no_room"  # the pool has more, but none of them fits the room left
 
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """The chosen pool positions in prompt order, their cost, and how many exemplars the query
-    could be shown at most (`allowed_count`)."""
+    """The chosen pool positions in prompt order, and how many exemplars the query could be
+    shown at most (`allowed_count`)."""
 
     positions: tuple[int, ...]
-    cost: int
     allowed: int
 
-    def first(self, k: int, pool: ExemplarPool) -> Selection:
+    def first(self, k: int) -> Selection:
         """The selection at k shots: its first k exemplars (step i draws the same for any k)."""
-        positions = self.positions[:k]
-        return Selection(positions, sum(int(pool.costs[p]) for p in positions), self.allowed)
+        return Selection(self.positions[:k], self.allowed)
 
-    def shortfall(self, k: int, shown: int | None = None) -> str | None:
-        """Why `shown` (default: all chosen) exemplars are fewer than k: SHORT_POOL (all the
-        query may be shown are), NO_ROOM (more would not fit) or None (not fewer)."""
-        shown = len(self.positions) if shown is None else shown
+    def shortfall(self, k: int, shown: int) -> str | None:
+        """Why `shown` exemplars are fewer than k: SHORT_POOL (all the query may be shown are),
+        NO_ROOM (more would not fit) or None (not fewer)."""
         if shown >= k:
             return None
         return SHORT_POOL if shown >= self.allowed else NO_ROOM
@@ -77,7 +74,7 @@ def select_exemplars(pool: ExemplarPool, draws: Draws, *, shots: int, budget: in
         positions.append(position)
         forbidden.add(int(pool.keys[position]))
         cost += int(pool.costs[position])
-    return Selection(tuple(positions), cost, allowed_count(pool, query_key))
+    return Selection(tuple(positions), allowed_count(pool, query_key))
 
 
 def _draw(pool: ExemplarPool, draws: Draws, fitting: int, *, keep_out: set[int],

@@ -17,14 +17,15 @@ from dataclasses import dataclass, field
 from p3data.errors import P3DataError
 
 DEFAULT_SHOTS = (0, 1, 3, 5)
-MAX_SHOTS = 32  # 1,024 tokens hold no more than a few dozen exemplars of any T0 task
+MAX_SHOTS = 32  # a bound that catches typos (50 for 5); FLAN v2 shows at most 10
 DEFAULT_EXEMPLAR_SEPARATOR = "\n\n"  # between an exemplar's input and its target
 DEFAULT_EXAMPLE_SEPARATOR = "\n\n\n"  # between exemplars, and between the last one and the query
 DEFAULT_INPUT_LENGTH = 1024  # T0's inputs feature length
-# Below this, queries lose their instruction, question or answer choices: with their passage
-# fields emptied, the bundled samples' prompts are 19 tokens at the median, 98.4% at most 64 and
-# the longest 139 (ReCoRD's continuation choices), in the sample vocabulary. A query still over
-# the length is kept whole and counted (`FewshotStats.unfit`), never dropped.
+# Below this a prompt has no room for its template's own words and answer choices: with every
+# catalog text field emptied (passages and questions alike), T0's prompts of the bundled samples
+# are 19 tokens at the median and 98.4% at most 64 (sample vocabulary; the longest, 139, is
+# ReCoRD's continuation choices). A query still over the length is kept whole and counted
+# (`FewshotStats.unfit`), never dropped.
 MIN_INPUT_LENGTH = 64
 ZERO_SHOT_SHARE = 0.5
 _RATIO_TOLERANCE = 1e-9
