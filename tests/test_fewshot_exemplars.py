@@ -99,7 +99,9 @@ def check_rules(task: TaskSplit, examples: dict) -> None:
                 assert all(usable[r][2] > room for r in allowed), (room, allowed)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Derandomized: the same 40 cases on every run, so `make test` passes or fails reproducibly.
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(case=st.fixed_dictionaries({
     "rows": rows_strategy, "pool_rows": st.none() | rows_strategy,
     "shots": st.sampled_from([(0, 1, 3, 5), (0, 2, 7)]),

@@ -4,6 +4,7 @@ the package's place in the layers."""
 from __future__ import annotations
 
 import ast
+import configparser
 import math
 import subprocess
 import sys
@@ -180,6 +181,12 @@ def test_the_package_imports_only_lower_layers():
                     assert name.startswith(ALLOWED), f"{path.name} imports {name}"
                 else:
                     assert name.split(".")[0] not in ("seqio", "tensorflow", "apache_beam")
+
+
+def test_the_package_is_in_the_wheel():
+    config = configparser.ConfigParser()
+    config.read(PACKAGE.parent.parent / "setup.cfg")
+    assert "p3data.fewshot" in config["options"]["packages"].split()
 
 
 def test_importing_the_package_loads_no_builder_and_no_seqio():
