@@ -18,6 +18,7 @@ from p3data.fewshot import (
     Draws,
     ExemplarPool,
     FewshotSettings,
+    FewshotStats,
     assemble,
     draw_key,
     input_key,
@@ -238,6 +239,7 @@ def test_same_bytes_whatever_the_sharding_batching_order_worker_or_pool_storage(
     for k in task.settings.shots:
         assert [pieces[k][e.row] for e in whole[k]] == [example_bytes(e) for e in whole[k]]
         assert totals[k].as_dict() == whole_prompter.stats[k].as_dict()
+        assert FewshotStats.from_dict(totals[k].as_dict()) == totals[k]
 
 
 def test_pool_is_the_same_whichever_order_its_batches_came_in():

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,7 +120,6 @@ class ExemplarPool:
         for name, array in arrays.items():
             np.save(folder / f"{name}.npy", np.ascontiguousarray(array))
         (folder / "texts.bin").write_bytes(bytes(self._blob))
-        (folder / "pool.json").write_text(json.dumps({"exemplars": len(self)}))
 
     @classmethod
     def load(cls, folder: str | Path) -> ExemplarPool:
@@ -144,12 +142,10 @@ class PoolBuilder:
         self._costs: list[int] = []
         self._keys: list[int] = []
         self._texts: list[bytes] = []
-        self.unusable = 0  # renders kept out: dropped by T0's row rule, or without a label
 
     def add(self, outcomes: Sequence[Outcome]) -> None:
         """One batch of the template's outcomes over pool rows (each row once in all)."""
         usable = [o for o in outcomes if is_usable(o)]
-        self.unusable += len(outcomes) - len(usable)
         texts = [o.inputs + self.settings.exemplar_separator + o.targets for o in usable]
         ids = self.tokenizer.encode_packed([t + self.settings.example_separator for t in texts])
         self._rows += [o.index for o in usable]
