@@ -1,0 +1,143 @@
+"""Fitting a query that alone is longer than the input length: shorten its passage, not its end.
+
+T0 cut the rendered prompt at 1,024 tokens from the end, which cuts the question and the answer
+choices off long passages (t-zero #39: 5 of wiki_hop's 9 prompts). Here the row's passage
+fields are shortened at a word boundary and the row rendered again, so the instruction,
+question and answer choices survive. The longest field is cut first, down to the length of the
+next, then both together, and so on (a common cap on their lengths, the largest that fits,
+found by bisection): promptsource cuts each `{{ }}` value at 2,048 characters, so two long
+fields can still pass 1,024 tokens. A field of at most `SHORT_FIELD_CHARS` (a question, a
+hypothesis) is never cut, nor one whose cutting changes the target or the answer choices (e.g.
+story_cloze's endings).
+
+Passage fields are the catalog's long free-text fields (`DatasetEntry.text_lengths`), else
+every text field the template reads; a list of texts (wiki_hop's `supports`) is cut as one
+text, keeping its first items whole.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from p3data.fewshot.pool import id_count
+from p3data.templates import CompiledTemplate, Rendered
+from p3data.tokenize import Tokenizer
+
+# Fields this short are questions, hypotheses, options: kept whole (the catalog's longest mean
+# question, quarel's, is 230 characters); only longer ones are passages.
+SHORT_FIELD_CHARS = 256
+_LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
+
+
+def cut_text(text: str, limit: int) -> str:
+    """The longest start of `text` of at most `limit` characters that ends a word."""
+    if len(text) <= limit:
+        return text
+    space = _LAST_SPACE.search(text, 0, max(limit, 0) + 1)
+    return text[:space.start()].rstrip() if space else ""
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and bool(value)
+                                      and all(isinstance(item, str) for item in value))
+
+
+def _length(value: str | list[str]) -> int:
+    return len(value) if isinstance(value, str) else sum(map(len, value))
+
+
+def cut_value(value: str | list[str], limit: int) -> str | list[str]:
+    """A text cut by `cut_text`; a list of texts cut as their concatenation (first items kept
+    whole, the one at the limit cut, the rest left out)."""
+    if isinstance(value, str):
+        return cut_text(value, limit)
+    kept: list[str] = []
+    for item in value:
+        if len(item) > limit:
+            if cut := cut_text(item, limit):
+                kept.append(cut)
+            break
+        kept.append(item)
+        limit -= len(item)
+    return kept
+
+
+def passage_fields(row: Mapping[str, Any], template: CompiledTemplate,
+                   long_fields: Collection[str] = ()) -> list[str]:
+    """The row's fields that may be shortened: of `long_fields` (the catalog's, if any) or
+    else of all, those holding text that the template reads."""
+    names = long_fields or list(row)
+    return [name for name in names if name in row and _is_text(row[name])
+            and name.replace("-", "_") in template.variables]
+
+
+@dataclass(frozen=True, slots=True)
+class FittedQuery:
+    """A query as it goes into prompts: rendered again if shortened."""
+
+    rendered: Rendered
+    tokens: int
+    cut_tokens: int = 0  # tokens the shortening removed
+    cut_fields: tuple[str, ...] = ()
+    fits: bool = True  # False: even with its passages emptied it is over the length
+
+
+class QueryShortener:
+    """Shortens the over-long queries of one template (`shorten`)."""
+
+    def __init__(self, template: CompiledTemplate, tokenizer: Tokenizer,
+                 long_fields: Collection[str] = ()):
+        self.template = template
+        self.tokenizer = tokenizer
+        self.long_fields = tuple(long_fields)
+
+    def shorten(self, row: Mapping[str, Any], original: Rendered, tokens: int,
+                budget: int) -> FittedQuery:
+        """The query fitted to `budget` tokens, or as short as it gets (`fits` False)."""
+        fields = [name for name in passage_fields(row, self.template, self.long_fields)
+                  if _length(row[name]) > SHORT_FIELD_CHARS
+                  and self._may_cut(row, original, name)]
+        unfit = FittedQuery(original, tokens, fits=False)
+        if not fields:
+            return unfit
+        longest = max(_length(row[name]) for name in fields)
+        lo, hi = 0, longest  # the render at cap hi (the original) does not fit
+        best = self._try(row, original, fields, cap=lo, budget=budget)
+        if best is None:
+            return unfit
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if (found := self._try(row, original, fields, cap=mid, budget=budget)) is not None:
+                lo, best = mid, found
+            else:
+                hi = mid
+        rendered, fitted_tokens = best
+        cut = tuple(name for name in fields if _length(row[name]) > lo)
+        return FittedQuery(rendered, fitted_tokens, tokens - fitted_tokens, cut)
+
+    def _render(self, row: Mapping[str, Any], original: Rendered,
+                cuts: Mapping[str, str | list[str]]) -> Rendered | None:
+        """The row rendered with some fields cut, if it keeps the target and the choices."""
+        outcome = self.template.render({**row, **cuts}, original.index)
+        if (isinstance(outcome, Rendered) and outcome.targets == original.targets
+                and outcome.answer_choices == original.answer_choices):
+            return outcome
+        return None
+
+    def _may_cut(self, row: Mapping[str, Any], original: Rendered, name: str) -> bool:
+        """Whether halving the field alone leaves the target and the choices as they were."""
+        half = cut_value(row[name], _length(row[name]) // 2)
+        return self._render(row, original, {name: half}) is not None
+
+    def _try(self, row: Mapping[str, Any], original: Rendered, fields: list[str], *, cap: int,
+             budget: int) -> tuple[Rendered, int] | None:
+        """The render with every field cut to `cap` characters, if it fits `budget`."""
+        rendered = self._render(row, original, {name: cut_value(row[name], cap)
+                                                for name in fields})
+        if rendered is None:
+            return None
+        tokens = id_count(self.tokenizer.encode_packed([rendered.inputs])[0])
+        return (rendered, tokens) if tokens <= budget else None

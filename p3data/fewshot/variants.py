@@ -1,0 +1,138 @@
+"""Few-shot variant tasks and mixtures as pure data, over T0's definitions (no seqio).
+
+Every T0 task `T` (the `_score_eval` twins included) has a variant per shot count, `T_<k>shot`
+(`T_<k>shot_<label>` for labelled settings). A variant mixture takes a T0 mixture's tasks (or a
+list of tasks) and splits each task's T0 rate over its variants by the settings' ratio; its rate
+rule is the T0 mixture's (`t0.MixtureSpec.rate`), so the two can never disagree. Registration,
+like T0's, happens elsewhere (`p3data.tasks`); this module only says what to register.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from p3data.errors import P3DataError
+from p3data.fewshot.settings import FewshotSettings
+from p3data.t0 import MIXTURE_NAMES, TRAINING_MIXTURES, MixtureSpec, T0Definitions, TaskSpec
+
+EVAL_MIXTURE = "t0_eval_score_eval"
+EVAL_SHOTS = (1, 3, 5)
+MIXTURE, TASKS = "mixture", "tasks"  # the settings that name a variant mixture and its tasks
+
+
+def variant_name(task: str, shots: int, label: str = "") -> str:
+    """`T_<k>shot`, or `T_<k>shot_<label>` for labelled settings."""
+    return f"{task}_{shots}shot" + (f"_{label}" if label else "")
+
+
+def fewshot_mixture_name(mixture: str, label: str = "") -> str:
+    """`<M>_fewshot`: a T0 training mixture's tasks in all their variants."""
+    return f"{mixture}_fewshot" + (f"_{label}" if label else "")
+
+
+def eval_mixture_name(shots: int, label: str = "") -> str:
+    """`t0_eval_score_eval_<k>shot`: T0's held-out evaluation at k shots."""
+    return variant_name(EVAL_MIXTURE, shots, label)
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """One few-shot variant task: a T0 task, a shot count and the settings that make it."""
+
+    base: TaskSpec
+    shots: int
+    settings: FewshotSettings
+
+    @property
+    def name(self) -> str:
+        return variant_name(self.base.name, self.shots, self.settings.label)
+
+    @property
+    def draw_task(self) -> str:
+        """The task name exemplars are drawn for: a `_score_eval` twin draws as its base task
+        does, so both show the same exemplars."""
+        return self.base.base_name
+
+
+@dataclass(frozen=True)
+class VariantMixture:
+    """A mixture of few-shot variants: each task's T0 rate, split by the settings' ratio."""
+
+    name: str
+    tasks: tuple[str, ...]  # T0 task names
+    settings: FewshotSettings
+    rate_by_cap: bool
+
+    def variants(self, definitions: T0Definitions) -> list[VariantSpec]:
+        return [VariantSpec(definitions.tasks[task], k, self.settings)
+                for task in self.tasks for k in self.settings.shots]
+
+    def rate(self, variant: VariantSpec, examples: int | None = None) -> float | None:
+        """The variant's rate: its task's rate under the T0 rule, times its share; `examples`
+        as `MixtureSpec.rate` takes them (a variant has its task's examples)."""
+        rule = MixtureSpec(self.name, self.tasks, self.rate_by_cap)
+        base = rule.rate(variant.base, examples)
+        return None if base is None else base * self.settings.share(variant.shots)
+
+
+def all_variants(definitions: T0Definitions,
+                 settings: FewshotSettings | None = None) -> dict[str, VariantSpec]:
+    """Every T0 task's variants, by name, in task order then shot count."""
+    settings = settings or FewshotSettings()
+    variants = {}
+    for spec in definitions.tasks.values():
+        for k in settings.shots:
+            variant = VariantSpec(spec, k, settings)
+            variants[variant.name] = variant
+    return variants
+
+
+def define_variant_mixture(definitions: T0Definitions, name: str, *, mixture: str | None = None,
+                           tasks: Sequence[str] = (), settings: FewshotSettings | None = None,
+                           rate_by_cap: bool | None = None) -> VariantMixture:
+    """A variant mixture of a T0 mixture's tasks, or of the tasks listed, checked: an unknown
+    or reused name and an unknown task are one line each, naming the value and its setting.
+    `rate_by_cap` defaults to the T0 mixture's rule, and to T0's cap for a list of tasks."""
+    if not isinstance(name, str) or not name.strip():
+        raise P3DataError(f"{MIXTURE}={name!r}: a mixture needs a name", setting=MIXTURE)
+    if name in MIXTURE_NAMES:
+        raise P3DataError(f"{MIXTURE}={name!r}: that is one of T0's mixtures; choose another "
+                          "name", setting=MIXTURE)
+    if (mixture is None) == (not tasks):
+        raise P3DataError(f"{TASKS}: give either a T0 mixture or a list of tasks for {name!r}",
+                          setting=TASKS)
+    if mixture is not None:
+        if mixture not in definitions.mixtures:
+            raise P3DataError(f"{MIXTURE}={mixture!r}: not a T0 mixture; known: "
+                              + ", ".join(definitions.mixtures), setting=MIXTURE)
+        chosen = definitions.mixtures[mixture]
+        names, by_cap = chosen.tasks, chosen.rate_by_cap
+    else:
+        if isinstance(tasks, str):
+            tasks = (tasks,)
+        unknown = [task for task in tasks if task not in definitions.tasks]
+        if unknown:
+            raise P3DataError(f"{TASKS}: {unknown[0]!r} is not a T0 task", setting=TASKS)
+        names, by_cap = tuple(dict.fromkeys(tasks)), True
+    return VariantMixture(name, tuple(names), settings or FewshotSettings(),
+                          by_cap if rate_by_cap is None else rate_by_cap)
+
+
+def default_variant_mixtures(definitions: T0Definitions,
+                             settings: FewshotSettings | None = None) -> dict[str, VariantMixture]:
+    """`<M>_fewshot` for T0's three training mixtures (all the settings' shot counts, by
+    ratio) and `t0_eval_score_eval_<k>shot` for k in 1, 3, 5 (that shot count only)."""
+    settings = settings or FewshotSettings()
+    mixtures = {}
+    for mixture in TRAINING_MIXTURES:
+        name = fewshot_mixture_name(mixture, settings.label)
+        mixtures[name] = define_variant_mixture(definitions, name, mixture=mixture,
+                                                settings=settings)
+    for k in EVAL_SHOTS:
+        name = eval_mixture_name(k, settings.label)
+        only_k = dataclasses.replace(settings, shots=(k,), ratio=None)
+        mixtures[name] = define_variant_mixture(definitions, name, mixture=EVAL_MIXTURE,
+                                                settings=only_k)
+    return mixtures
