@@ -3,24 +3,53 @@
 Unlike T0's one-shard `FunctionDataSource`, a `PromptedSource` lists one shard per row range
 of its store, so seqio's Beam caching (and T5X's per-host reading) can spread a task over many
 workers. It never reads data when it is built: split names and sizes come from the catalog.
+A `FewshotSource` is a few-shot variant's: its task's renders made prompts by the
+`FewshotPrompter` the cache builder runs, over the same pool, so seqio on the fly, stock
+`seqio_cache_tasks` and `p3data cache` give the same examples.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
+import json
 import os
 import random
+import threading
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 
+import numpy as np
 import seqio
 import tensorflow as tf
 from absl import logging
 
+from p3data.batching import batched
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.shards import RowStore, Shard
 from p3data.datasets.stores import open_store
-from p3data.format.features import ANSWER_CHOICES, INPUTS, TARGETS, Feature, source_features
+from p3data.fewshot import (
+    ExemplarPool,
+    FewshotPrompter,
+    FewshotSettings,
+    VariantSpec,
+    build_pool,
+    pool_source,
+)
+from p3data.format.features import (
+    ANSWER_CHOICES,
+    EXEMPLAR_ROWS,
+    FEATURES,
+    INPUTS,
+    NUM_SHOTS,
+    TARGETS,
+    Feature,
+    source_features,
+)
 from p3data.templates import CompiledTemplate, Rendered, Template, prepare_row
+from p3data.tokenize import Tokenizer
+from p3data.vocab import EXTRA_IDS, read_vocabulary, vocabulary_path
 
 
 def tf_dtype(feature: Feature) -> tf.DType:
@@ -90,9 +119,8 @@ class PromptedSource(seqio.DataSource):
             shards = shards[shard_info.index :: shard_info.num_shards]
         if shuffle:
             random.Random(seed).shuffle(shards)
-        source_split = self.split_mapping[split]
         dataset = tf.data.Dataset.from_generator(
-            lambda: self._examples(store, source_split, shards),
+            lambda: self._examples(store, split, shards),
             output_signature=self.output_signature,
         )
         if by_examples:
@@ -101,15 +129,22 @@ class PromptedSource(seqio.DataSource):
 
     def _examples(self, store: RowStore, split: str, shards: list[Shard]) -> Iterator[dict]:
         with_choices = self.template.answer_choices is not None
+        for _, outcome in self._renders(store, split, shards):
+            example = {INPUTS: outcome.inputs, TARGETS: outcome.targets}
+            if with_choices:
+                example[ANSWER_CHOICES] = outcome.answer_choices or []
+            yield example
+
+    def _renders(self, store: RowStore, split: str,
+                 shards: list[Shard]) -> Iterator[tuple[dict, Rendered]]:
+        """(row, render) of the rows T0's row rule keeps, in order; failures are logged."""
         errors = 0
         for shard in shards:
-            for index, row in enumerate(store.read(split, shard), start=shard.start):
+            for index, row in enumerate(store.read(self.split_mapping[split], shard),
+                                        start=shard.start):
                 outcome = self.compiled.render_prepared(prepare_row(row), index)
                 if isinstance(outcome, Rendered):
-                    example = {INPUTS: outcome.inputs, TARGETS: outcome.targets}
-                    if with_choices:
-                        example[ANSWER_CHOICES] = outcome.answer_choices or []
-                    yield example
+                    yield row, outcome
                 elif outcome.error is not None:
                     errors += 1
                     if errors <= 5:
@@ -117,3 +152,77 @@ class PromptedSource(seqio.DataSource):
         if errors:
             logging.warning("%s/%s: %d rows failed to render and were skipped",
                             self.entry.name, self.template.name, errors)
+
+
+class FewshotSource(PromptedSource):
+    """A few-shot variant's examples: its task's kept renders, each the query of a prompt whose
+    exemplars come from the task's pool (built once per process, `exemplar_pool`)."""
+
+    def __init__(self, variant: VariantSpec, *, data_dir: str | os.PathLike | None = None):
+        base = variant.base
+        super().__init__(base.entry, base.template, base.split_mapping, data_dir=data_dir)
+        self.variant = variant
+
+    @property
+    def output_signature(self) -> dict[str, tf.TensorSpec]:
+        features = source_features(with_choices=self.template.answer_choices is not None,
+                                   fewshot=True)
+        return {name: tf.TensorSpec(feature.shape, tf_dtype(feature))
+                for name, feature in features.items()}
+
+    def _examples(self, store: RowStore, split: str, shards: list[Shard]) -> Iterator[dict]:
+        variant = self.variant
+        # Step i of a query's draws is the same at any shot count: asking for k alone gives
+        # the exemplars the builder's k-shot prompts show.
+        settings = dataclasses.replace(variant.settings, shots=(variant.shots,), ratio=None)
+        vocabulary = vocabulary_path()
+        tokenizer = _tokenizer(vocabulary)[1]
+        source = pool_source(variant.base, split)
+        pool = (exemplar_pool(self, store, source.split, settings=settings,
+                              vocabulary=vocabulary) if variant.shots
+                else build_pool([], settings, tokenizer))
+        prompter = FewshotPrompter(task=variant.draw_task, split=split, template=self.compiled,
+                                   pool=pool, source=source, settings=settings,
+                                   tokenizer=tokenizer, long_fields=self.entry.text_lengths)
+        with_choices = self.template.answer_choices is not None
+        rows_dtype = FEATURES[EXEMPLAR_ROWS].dtype
+        for queries in batched(self._renders(store, split, shards)):
+            for example in prompter.prompts(queries)[variant.shots]:
+                fields = {INPUTS: example.inputs, TARGETS: example.targets,
+                          NUM_SHOTS: example.num_shots,
+                          EXEMPLAR_ROWS: np.array(example.exemplar_rows, dtype=rows_dtype)}
+                if with_choices:
+                    fields[ANSWER_CHOICES] = example.answer_choices or []
+                yield fields
+
+
+_POOLS: dict[str, ExemplarPool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+@functools.cache
+def _tokenizer(path: str) -> tuple[str, Tokenizer]:
+    """(the model's sha256, p3data's tokenizer of it: seqio's ids, as the cache has them)."""
+    model = read_vocabulary(path)
+    return hashlib.sha256(model).hexdigest(), Tokenizer(model, EXTRA_IDS)
+
+
+def exemplar_pool(source: PromptedSource, store: RowStore, split: str, *,
+                  settings: FewshotSettings, vocabulary: str) -> ExemplarPool:
+    """The pool of `source`'s template over the rows of `split`, built once per process for
+    the same rows, template, separators and vocabulary (a SentencePiece model's path)."""
+    template = source.template
+    model, tokenizer = _tokenizer(vocabulary)
+    key = json.dumps([source.entry.name, split, template.id, template.jinja,
+                      template.answer_choices, source.seed, settings.exemplar_separator,
+                      settings.example_separator, model, store.identity(split)],
+                     sort_keys=True, default=str)
+    with _POOLS_LOCK:
+        if key not in _POOLS:
+            renders = (
+                [source.compiled.render_prepared(prepare_row(row), index)
+                 for index, row in batch]
+                for shard in store.list_shards(split)
+                for batch in batched(enumerate(store.read(split, shard), start=shard.start)))
+            _POOLS[key] = build_pool(renders, settings, tokenizer)
+        return _POOLS[key]

@@ -160,10 +160,11 @@ def test_bad_variant_mixtures_are_one_line(kwargs, setting, value):
     assert caught.value.setting == setting
 
 
-# The core stands on the foundation, the templates, the rows and T0's definitions: never on
-# the cache builder, the commands, the readers or seqio.
+# The core stands on the foundation, the templates, the rows, the feature table and T0's
+# definitions: never on the cache builder, the commands, the readers or seqio.
 ALLOWED = ("p3data.errors", "p3data.templates", "p3data.datasets", "p3data.t0",
-           "p3data.tokenize", "p3data.fewshot", "p3data.dataset_key", "p3data.varints")
+           "p3data.tokenize", "p3data.fewshot", "p3data.dataset_key", "p3data.varints",
+           "p3data.format.features")
 
 
 def test_the_package_imports_only_lower_layers():

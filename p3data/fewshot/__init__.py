@@ -11,18 +11,13 @@ foundation, the templates, the datasets and T0's definitions. Bottom up:
 - `shorten`: an over-long query's passage cut at a word boundary, the rest kept;
 - `example`: the prompt and the example's fields (`num_shots`, `exemplar_rows`);
 - `stats`: per task, shot histogram, fitted rows, tokens cut;
-- `prompter`: a task split's examples, all shot counts at once, batch by batch.
+- `prompter`: a task split's examples, all shot counts at once, batch by batch;
+- `definitions`: T0's definitions with every task's variants, to select tasks among.
 """
 
+from p3data.fewshot.definitions import AnySpec, Definitions, load_definitions, with_variants
 from p3data.fewshot.draws import Draws, draw_key
-from p3data.fewshot.example import (
-    EXEMPLAR_ROWS,
-    NUM_SHOTS,
-    ChoiceExample,
-    FewshotExample,
-    assemble,
-    per_choice,
-)
+from p3data.fewshot.example import ChoiceExample, FewshotExample, assemble, per_choice
 from p3data.fewshot.pool import (
     ExemplarPool,
     PoolBuilder,
@@ -49,10 +44,10 @@ from p3data.fewshot.variants import (
 )
 
 __all__ = [
+    "AnySpec",
+    "Definitions",
     "DEFAULT_SHOTS",
-    "EXEMPLAR_ROWS",
     "NO_ROOM",
-    "NUM_SHOTS",
     "SHORT_POOL",
     "ChoiceExample",
     "Draws",
@@ -80,9 +75,11 @@ __all__ = [
     "fewshot_mixture_name",
     "input_key",
     "is_usable",
+    "load_definitions",
     "passage_fields",
     "per_choice",
     "pool_source",
     "select_exemplars",
     "variant_name",
+    "with_variants",
 ]

@@ -15,11 +15,8 @@ from typing import Any
 import numpy as np
 
 from p3data.fewshot.settings import FewshotSettings
+from p3data.format.features import EXEMPLAR_ROWS, FEATURES, NUM_SHOTS
 from p3data.tokenize import Packed
-
-NUM_SHOTS = "num_shots"
-EXEMPLAR_ROWS = "exemplar_rows"
-FEATURE_DTYPES = {NUM_SHOTS: np.int32, EXEMPLAR_ROWS: np.int64}
 
 
 def assemble(exemplars: Sequence[str], query: str, settings: FewshotSettings) -> str:
@@ -45,8 +42,8 @@ class FewshotExample:
         fields: dict[str, Any] = {"inputs": self.inputs, "targets": self.targets}
         if self.answer_choices:
             fields["answer_choices"] = list(self.answer_choices)
-        fields[NUM_SHOTS] = np.int32(self.num_shots)
-        fields[EXEMPLAR_ROWS] = np.array(self.exemplar_rows, dtype=np.int64)
+        fields[NUM_SHOTS] = np.dtype(FEATURES[NUM_SHOTS].dtype).type(self.num_shots)
+        fields[EXEMPLAR_ROWS] = np.array(self.exemplar_rows, dtype=FEATURES[EXEMPLAR_ROWS].dtype)
         return fields
 
 

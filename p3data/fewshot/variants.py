@@ -13,9 +13,11 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from p3data.datasets.catalog import DatasetEntry
 from p3data.errors import P3DataError
 from p3data.fewshot.settings import FewshotSettings
 from p3data.t0 import MIXTURE_NAMES, TRAINING_MIXTURES, MixtureSpec, T0Definitions, TaskSpec
+from p3data.templates import Template
 
 EVAL_MIXTURE = "t0_eval_score_eval"
 EVAL_SHOTS = (1, 3, 5)
@@ -48,6 +50,23 @@ class VariantSpec:
     @property
     def name(self) -> str:
         return variant_name(self.base.name, self.shots, self.settings.label)
+
+    # What it reads and how it renders are its task's: the builder plans both kinds alike.
+    @property
+    def entry(self) -> DatasetEntry:
+        return self.base.entry
+
+    @property
+    def template(self) -> Template:
+        return self.base.template
+
+    @property
+    def split_mapping(self) -> dict[str, str]:
+        return self.base.split_mapping
+
+    @property
+    def score_eval(self) -> bool:
+        return self.base.score_eval
 
     @property
     def draw_task(self) -> str:

@@ -4,6 +4,8 @@ the sources' TF signatures, the encoders' names and `p3data show` all derive fro
 Three kinds of task carry them: a plain prompted task (`inputs`, `targets` and their texts),
 one whose template has answer choices (plus `answer_choices`), and a `_score_eval` twin
 (one example per answer choice: plus `idx`, `is_correct`, `weight`, no `answer_choices`).
+A few-shot variant of any of them (`p3data.fewshot`) adds `num_shots` and `exemplar_rows`,
+so anyone can audit which exemplars it shows; T0's own tasks never carry them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ INPUTS, TARGETS = "inputs", "targets"
 INPUTS_TEXT, TARGETS_TEXT = "inputs_pretokenized", "targets_pretokenized"
 ANSWER_CHOICES = "answer_choices"
 IDX, IS_CORRECT, WEIGHT = "idx", "is_correct", "weight"
+NUM_SHOTS, EXEMPLAR_ROWS = "num_shots", "exemplar_rows"
 
 
 @dataclass(frozen=True)
@@ -44,22 +47,32 @@ FEATURES = {feature.name: feature for feature in (
     Feature(IDX, "int32", True, "[example, choice]"),
     Feature(IS_CORRECT, "bool", False, "the choice is the target"),
     Feature(WEIGHT, "float32", False, "1.0"),
+    Feature(NUM_SHOTS, "int32", False, "few-shot variants: how many exemplars the prompt shows"),
+    Feature(EXEMPLAR_ROWS, "int64", True,
+            "few-shot variants: the exemplars' row numbers in their split, in prompt order"),
 )}
+FEWSHOT_FEATURES = (NUM_SHOTS, EXEMPLAR_ROWS)
 TOKEN_FEATURES = {name: f for name, f in FEATURES.items() if f.add_eos is not None}
 
 
-def task_features(*, score_eval: bool, with_choices: bool) -> dict[str, Feature]:
-    """The features a task's cached examples carry, in the table's order."""
+def task_features(*, score_eval: bool, with_choices: bool,
+                  fewshot: bool = False) -> dict[str, Feature]:
+    """The features a task's cached examples carry, in the table's order (`fewshot`: a
+    few-shot variant's)."""
     names = [INPUTS, TARGETS, INPUTS_TEXT, TARGETS_TEXT]
     if score_eval:
         names += [IDX, IS_CORRECT, WEIGHT]
     elif with_choices:
         names.append(ANSWER_CHOICES)
+    if fewshot:
+        names += FEWSHOT_FEATURES
     return {name: FEATURES[name] for name in FEATURES if name in names}
 
 
-def source_features(*, with_choices: bool) -> dict[str, Feature]:
+def source_features(*, with_choices: bool, fewshot: bool = False) -> dict[str, Feature]:
     """What a prompted source yields before tokenizing: the token features' texts (under the
-    token features' names, as seqio's `tokenize` expects), and the answer choices."""
-    texts = {name: FEATURES[f.text] for name, f in TOKEN_FEATURES.items()}
-    return {**texts, ANSWER_CHOICES: FEATURES[ANSWER_CHOICES]} if with_choices else texts
+    token features' names, as seqio's `tokenize` expects), the answer choices, and a few-shot
+    variant's audit features."""
+    features = {name: FEATURES[f.text] for name, f in TOKEN_FEATURES.items()}
+    names = [*([ANSWER_CHOICES] if with_choices else []), *(FEWSHOT_FEATURES if fewshot else ())]
+    return {**features, **{name: FEATURES[name] for name in names}}
