@@ -1,5 +1,9 @@
 """The cache builder's Beam graph: the stages of `p3data.builder`, run on any Beam runner.
 
+    pool units --Reshuffle--> each source shard of a pool split rendered into a part of every
+              exemplar pool it feeds (few-shot variants only)
+          --GroupByKey pool--> merge each pool's parts; all pools are a side input of stage 1,
+              so no shard is worked before every pool is ready
     units --Reshuffle--> render+tokenize each source shard (stage 1, parallel over shards)
           --GroupByKey (task, split)--> plan each task split's assembly (stage 2):
               its parts --Reshuffle--> deal each part's examples into one file, by output shard
@@ -32,13 +36,15 @@ from p3data.builder.finalize import (
     write_shard,
 )
 from p3data.builder.plan import CacheConfig, CachePlan, TaskInfo, WorkUnit
+from p3data.builder.pool_work import build_pool_parts, merge_pool
+from p3data.builder.pools import PoolSpec, PoolUnit
 from p3data.builder.shard_work import process_unit
 from p3data.format.work import SplitSummary, UnitMarker, write_record
 from p3data.tokenize import Tokenizer
 
 
-class RenderShard(beam.DoFn):
-    """Stage 1 for one unit; emits ((task, split), shard index) for every output."""
+class _Tokenizing(beam.DoFn):
+    """A step that tokenizes: it ships the model, and loads it once per worker."""
 
     def __init__(self, config: CacheConfig):
         self.config = config
@@ -47,7 +53,35 @@ class RenderShard(beam.DoFn):
     def setup(self) -> None:
         self.tokenizer = Tokenizer(self.config.vocab_model, self.config.extra_ids)
 
-    def process(self, unit: WorkUnit) -> Iterator[tuple[tuple[str, str], int]]:
+
+class BuildPoolParts(_Tokenizing):
+    """The pool stage for one source shard; emits (pool name, part index) for every pool it
+    feeds."""
+
+    def process(self, unit: PoolUnit) -> Iterator[tuple[str, int]]:
+        build_pool_parts(self.config, unit, self.tokenizer)
+        for pool in unit.pools:
+            yield pool.name, unit.index
+
+
+class MergePool(beam.DoFn):
+    """Emits the pool's name once its parts are merged (or its failure recorded)."""
+
+    def __init__(self, config: CacheConfig, pools: dict[str, PoolSpec]):
+        self.config, self.pools = config.without_model(), pools
+
+    def process(self, element: tuple[str, Iterable[int]]) -> Iterator[str]:
+        name, _ = element
+        merge_pool(self.config, self.pools[name])
+        yield name
+
+
+class RenderShard(_Tokenizing):
+    """Stage 1 for one unit; emits ((task, split), shard index) for every output. Its side
+    input, the pools' names, is only there to make it wait for the pool stage."""
+
+    def process(self, unit: WorkUnit,
+                pools: Sequence[str] = ()) -> Iterator[tuple[tuple[str, str], int]]:
         if process_unit(self.config, unit, self.tokenizer):  # a failed unit is redone
             write_record(self.config.workdir.unit_marker(unit.name),
                          UnitMarker(unit.rows, unit.key))
@@ -122,11 +156,21 @@ class CompleteTask(_TasksDoFn):
 
 def build(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
     config, tasks = plan.config, plan.tasks
+    pools = {pool.name: pool for unit in plan.pool_units for pool in unit.pools}
+    ready = (
+        pipeline
+        | "Pool units" >> beam.Create(plan.pool_units)
+        | "Spread pool units" >> beam.Reshuffle()
+        | "Build pool parts" >> beam.ParDo(BuildPoolParts(config))
+        | "Group parts by pool" >> beam.GroupByKey()
+        | "Merge pools" >> beam.ParDo(MergePool(config, pools))
+    )
     plans = (
         pipeline
         | "Units" >> beam.Create(plan.units)
         | "Spread units" >> beam.Reshuffle()
-        | "Render and tokenize shards" >> beam.ParDo(RenderShard(config))
+        | "Render and tokenize shards" >> beam.ParDo(RenderShard(config),
+                                                      beam.pvalue.AsList(ready))
         | "Group by task split" >> beam.GroupByKey()
         | "Plan splits" >> beam.ParDo(PlanSplit(config, tasks))
     )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from helpers.cache import run_cache, tree
+from helpers.cache import run_cache, t0_only, tree
 
-TASKS = "super_glue_copa_exercise.*|anli_GPT_3_style_r2.*|super_glue_rte_GPT_3_style"
+TASKS = t0_only("super_glue_copa_exercise.*|anli_GPT_3_style_r2.*|super_glue_rte_GPT_3_style")
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ manifest written last lists the splits the run kept as they were too.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 from collections.abc import Iterator
@@ -34,6 +35,8 @@ from p3data.builder.plan import (
     task_folder,
     template_digest,
 )
+from p3data.builder.pools import fewshot_record
+from p3data.fewshot import FewshotStats, VariantSpec
 from p3data.format import layout, work
 from p3data.format.example import encode_entries, wrap_entries
 from p3data.format.features import IDX, task_features
@@ -67,7 +70,8 @@ OPEN_SHARDS = 64  # output shards a worker writes at once (each an open file)
 def info_features(info: TaskInfo) -> dict[str, dict]:
     """`info.<split>.json` features, as seqio's writer derives them from an example."""
     features = task_features(score_eval=info.spec.score_eval,
-                             with_choices=info.spec.template.answer_choices is not None)
+                             with_choices=info.spec.template.answer_choices is not None,
+                             fewshot=isinstance(info.spec, VariantSpec))
     return {name: feature.info for name, feature in features.items()}
 
 
@@ -131,7 +135,8 @@ def plan_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummary 
         rows_read=sum(m.rows_read for m in metas), rows_kept=sum(m.kept for m in metas),
         render_errors=dropped.pop(RENDER_ERROR, 0), dropped=dropped,
         errors=[e for m in metas for e in m.errors][:work.MAX_ERRORS_KEPT],
-        schema=_sum_dicts(m.schema for m in metas), stats={}, num_shards=0, files={})
+        schema=_sum_dicts(m.schema for m in metas), stats={}, num_shards=0, files={},
+        fewshot=_fewshot_stats(info, metas))
     if reason := _verdict(config, info, split, record):
         return SplitSummary(split, failed=reason)
     stats = {"examples": sum(m.examples for m in metas)}
@@ -311,6 +316,15 @@ def _verdict(config: CacheConfig, info: TaskInfo, split: str, record: SplitRecor
     return ""
 
 
+def _fewshot_stats(info: TaskInfo, metas: list[work.PartMeta]) -> dict | None:
+    """A variant split's few-shot statistics, its parts' summed (None: a T0 task's)."""
+    if not isinstance(info.spec, VariantSpec):
+        return None
+    return functools.reduce(FewshotStats.merge, (FewshotStats.from_dict(m.fewshot)
+                                                 for m in metas if m.fewshot),
+                            FewshotStats()).as_dict()
+
+
 def _sum_dicts(dicts) -> dict[str, int]:
     total: dict[str, int] = {}
     for counts in dicts:
@@ -325,9 +339,9 @@ def _final_records(part, path: str, score_eval: bool, offset: int) -> Iterator[b
         yield from read_frames(part, path)
         return
     for record in read_records(part, path):
-        ordinal, choice, entries = work.unpack_twin(record)
+        ordinal, choice, before, after = work.unpack_twin(record)
         idx = encode_entries({IDX: [ordinal + offset, choice]})
-        yield frame(wrap_entries(idx + entries))
+        yield frame(wrap_entries(before + idx + after))
 
 
 def finalize_task(config: CacheConfig, info: TaskInfo,
@@ -355,7 +369,8 @@ def finalize_task(config: CacheConfig, info: TaskInfo,
         split_mapping={s: info.spec.split_mapping[s] for s in listed},
         vocabulary=VocabularyRecord(config.vocab_sha256, config.extra_ids),
         seed=config.seed, layout="p3" if config.p3_layout else "seqio",
-        splits={split: records[split] for split in listed})
+        splits={split: records[split] for split in listed},
+        fewshot=fewshot_record(info.spec) if isinstance(info.spec, VariantSpec) else None)
     present = set(fs.files_in(folder))
     if absent := sorted(manifest.files - present):
         return TaskStatus(f"{absent[0]} vanished from {folder} during the build")

@@ -20,11 +20,21 @@ from dataclasses import dataclass, field, replace
 
 from p3data import __version__, fs, t0
 from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE
+from p3data.builder.pools import (
+    PoolSpec,
+    PoolUnit,
+    VariantOutput,
+    exemplar_split,
+    fewshot_record,
+    pool_units,
+    variant_sources,
+)
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.shards import ROWS_PER_SHARD, Shard
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError
+from p3data.fewshot import AnySpec, VariantSpec, pool_source
 from p3data.format import layout
 from p3data.format.cache_folder import is_complete, splits_present
 from p3data.format.manifest import (
@@ -50,6 +60,7 @@ class TaskOutput:
     template: Template
     score_eval: bool
     fingerprint: str
+    variant: VariantOutput | None = None  # a few-shot variant's: how its prompts are made
 
     @property
     def with_choices(self) -> bool:
@@ -128,7 +139,7 @@ class TaskInfo:
     """What the finalize stage needs to know of one task being built: the splits to build, and
     those its folder keeps as they are (not asked for, or built from the same rows before)."""
 
-    spec: t0.TaskSpec
+    spec: AnySpec
     fingerprint: str  # of the build its manifest will record, every split it lists
     splits: tuple[str, ...]  # task splits to build
     shard_counts: dict[str, int]  # task split -> source shards (= parts)
@@ -140,6 +151,7 @@ class TaskInfo:
 class CachePlan:
     config: CacheConfig
     units: list[WorkUnit] = field(default_factory=list)
+    pool_units: list[PoolUnit] = field(default_factory=list)  # the pools' parts, built first
     tasks: dict[str, TaskInfo] = field(default_factory=dict)  # tasks to build
     failed: dict[str, str] = field(default_factory=dict)  # task -> why it cannot be built
     done: list[str] = field(default_factory=list)  # tasks already complete with this setup
@@ -178,7 +190,7 @@ def _json(value: object) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _fingerprint(config: CacheConfig, spec: t0.TaskSpec, sources: dict) -> str:
+def _fingerprint(config: CacheConfig, spec: AnySpec, sources: dict) -> str:
     payload = {
         "p3data": __version__, "format": FORMAT_VERSION, "task": spec.name,
         "template": [spec.template.id, template_digest(spec.template)],
@@ -186,10 +198,23 @@ def _fingerprint(config: CacheConfig, spec: t0.TaskSpec, sources: dict) -> str:
         "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
         "seed": config.seed, "shards": config.shards, "p3_layout": config.p3_layout,
     }
+    if isinstance(spec, VariantSpec):  # what makes its prompts (T0's tasks have no such key)
+        payload["fewshot"] = fewshot_record(spec)
     return hashlib.sha256(_json(payload).encode()).hexdigest()
 
 
-def _earlier_build(config: CacheConfig, spec: t0.TaskSpec, folder: str) -> Manifest | None:
+def _pool_fingerprint(config: CacheConfig, spec: VariantSpec, split: str,
+                      identity: dict) -> str:
+    settings = spec.settings
+    payload = {"p3data": __version__, "format": FORMAT_VERSION, "dataset": spec.entry.name,
+               "split": split, "template": [spec.template.id, template_digest(spec.template)],
+               "separators": [settings.exemplar_separator, settings.example_separator],
+               "rows": identity, "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
+               "seed": config.seed}
+    return hashlib.sha256(_json(payload).encode()).hexdigest()
+
+
+def _earlier_build(config: CacheConfig, spec: AnySpec, folder: str) -> Manifest | None:
     """The folder's manifest if it records a build with this run's settings, whatever rows it
     read (its fingerprint is this run's for its sources); None if not, or unreadable."""
     try:
@@ -200,7 +225,7 @@ def _earlier_build(config: CacheConfig, spec: t0.TaskSpec, folder: str) -> Manif
     return manifest if same else None
 
 
-def plan_task(config: CacheConfig, spec: t0.TaskSpec, sources: dict[str, dict],
+def plan_task(config: CacheConfig, spec: AnySpec, sources: dict[str, dict],
               shard_counts: dict[str, int]) -> TaskInfo | str | None:
     """What a run asked to build these splits of a task (`sources`: the identity of each one's
     rows) does with its folder: None when it holds this very build; else the splits to build
@@ -266,7 +291,7 @@ def withdraw(config: CacheConfig, info: TaskInfo) -> None:
                if name not in keep and name not in (layout.COMPLETED, layout.MANIFEST)])
 
 
-def _check_splits(specs: Sequence[t0.TaskSpec], splits: Sequence[str]) -> None:
+def _check_splits(specs: Sequence[AnySpec], splits: Sequence[str]) -> None:
     known = sorted({split for spec in specs for split in spec.split_mapping})
     unknown = [split for split in splits if split not in known]
     if unknown:
@@ -274,7 +299,7 @@ def _check_splits(specs: Sequence[t0.TaskSpec], splits: Sequence[str]) -> None:
                           + ", ".join(known))
 
 
-def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
+def build_plan(config: CacheConfig, specs: Sequence[AnySpec],
                splits: Sequence[str] = ()) -> CachePlan:
     _check_splits(specs, splits)
     plan = CachePlan(config)
@@ -283,10 +308,54 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
     plan.skipped = [spec.name for spec in specs if not wanted[spec.name]]
     specs = [spec for spec in specs if wanted[spec.name]]
     readers = t0.group_by_source_split(specs, splits)
+    users = {key: [spec for spec, _ in pairs] for key, pairs in readers.items()}
+    for spec in specs:  # a variant reads its exemplars' split too
+        for split in wanted[spec.name] if isinstance(spec, VariantSpec) else ():
+            if (pool_split := exemplar_split(spec, split)) is not None:
+                users.setdefault((spec.entry.key, pool_split), []).append(spec)
+    listed = _list_splits(config, users, plan)
+    for spec in specs:
+        if spec.name in plan.failed:
+            continue
+        reads = {s: (spec.entry.key, spec.split_mapping[s]) for s in wanted[spec.name]}
+        sources = {s: listed[k][1] for s, k in reads.items()}
+        if isinstance(spec, VariantSpec):
+            sources = variant_sources(spec, sources, {k: v[1] for k, v in listed.items()})
+        info = plan_task(config, spec, sources, {s: len(listed[k][0]) for s, k in reads.items()})
+        if info is None:
+            plan.done.append(spec.name)
+        elif isinstance(info, str):
+            plan.failed[spec.name] = info
+        else:
+            plan.tasks[spec.name] = info
+    pools = []
+    for (key, source_split), pairs in readers.items():
+        outputs = tuple(
+            TaskOutput(spec.name, split, spec.template, spec.score_eval,
+                       plan.tasks[spec.name].fingerprint,
+                       _variant_output(config, spec, split, listed)
+                       if isinstance(spec, VariantSpec) else None)
+            for spec, split in pairs
+            if spec.name in plan.tasks and split in plan.tasks[spec.name].splits)
+        if outputs:
+            job = SplitJob(pairs[0][0].entry, source_split, outputs)
+            shards = listed[(key, source_split)][0]
+            plan.units += [WorkUnit(job, shard, i, len(shards)) for i, shard in enumerate(shards)]
+            pools += [out.variant.pool for out in outputs if out.variant and out.variant.pool]
+    plan.pool_units = pool_units(pools, {(k.name, split): shards
+                                         for (k, split), (shards, _) in listed.items()})
+    plan.resumed = {unit.name for unit in plan.units if _unit_done(config, unit)}
+    return plan
+
+
+def _list_splits(config: CacheConfig, users: dict[tuple[DatasetKey, str], list[AnySpec]],
+                 plan: CachePlan) -> dict[tuple[DatasetKey, str], tuple[list[Shard], dict]]:
+    """The shards and the identity of each dataset split some task reads; a split that cannot
+    be listed fails the tasks that read it."""
     listed: dict[tuple[DatasetKey, str], tuple[list[Shard], dict]] = {}
-    for (key, source_split), users in readers.items():
+    for (key, source_split), readers in users.items():
         try:
-            store = open_store(users[0][0].entry, config.data_dir, config.rows_per_shard,
+            store = open_store(readers[0].entry, config.data_dir, config.rows_per_shard,
                                hub_root=config.hub_root)
             shards = store.list_shards(source_split)
             listed[(key, source_split)] = (shards, store.identity(source_split))
@@ -299,32 +368,21 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
             plan.tracebacks.append(text)
         else:
             continue
-        for spec, _ in users:
+        for spec in readers:
             plan.failed.setdefault(spec.name, reason)
-    for spec in specs:
-        if spec.name in plan.failed:
-            continue
-        reads = {s: (spec.entry.key, spec.split_mapping[s]) for s in wanted[spec.name]}
-        info = plan_task(config, spec, {s: listed[k][1] for s, k in reads.items()},
-                         {s: len(listed[k][0]) for s, k in reads.items()})
-        if info is None:
-            plan.done.append(spec.name)
-        elif isinstance(info, str):
-            plan.failed[spec.name] = info
-        else:
-            plan.tasks[spec.name] = info
-    for (key, source_split), users in readers.items():
-        outputs = tuple(
-            TaskOutput(spec.name, split, spec.template, spec.score_eval,
-                       plan.tasks[spec.name].fingerprint)
-            for spec, split in users
-            if spec.name in plan.tasks and split in plan.tasks[spec.name].splits)
-        if outputs:
-            job = SplitJob(users[0][0].entry, source_split, outputs)
-            shards = listed[(key, source_split)][0]
-            plan.units += [WorkUnit(job, shard, i, len(shards)) for i, shard in enumerate(shards)]
-    plan.resumed = {unit.name for unit in plan.units if _unit_done(config, unit)}
-    return plan
+    return listed
+
+
+def _variant_output(config: CacheConfig, spec: VariantSpec, split: str,
+                    listed: dict[tuple[DatasetKey, str], tuple[list[Shard], dict]]
+                    ) -> VariantOutput:
+    pool = None
+    if (pool_split := exemplar_split(spec, split)) is not None:
+        shards, identity = listed[(spec.entry.key, pool_split)]
+        pool = PoolSpec(spec.entry, pool_split, spec.template, spec.settings,
+                        _pool_fingerprint(config, spec, pool_split, identity), len(shards))
+    return VariantOutput(spec.shots, spec.settings, spec.draw_task,
+                         pool_source(spec.base, split), pool)
 
 
 def _unit_done(config: CacheConfig, unit: WorkUnit) -> bool:

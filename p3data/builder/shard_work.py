@@ -12,25 +12,18 @@ from contextlib import ExitStack
 
 from p3data import fs
 from p3data.batching import batched
+from p3data.builder.entries import EntryEncoder
+from p3data.builder.fewshot_work import VariantWriter
 from p3data.builder.plan import CacheConfig, TaskOutput, WorkUnit, describe_bug
 from p3data.datasets.schema import RowChecker
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError
 from p3data.format import work
-from p3data.format.example import encode_entries, packed_ids_entry, text_entry, wrap_entries
-from p3data.format.features import (
-    ANSWER_CHOICES,
-    INPUTS,
-    INPUTS_TEXT,
-    IS_CORRECT,
-    TARGETS,
-    TARGETS_TEXT,
-    WEIGHT,
-)
+from p3data.format.example import packed_ids_entry, text_entry, wrap_entries
+from p3data.format.features import INPUTS, INPUTS_TEXT
 from p3data.format.tfrecord import frame_pieces
 from p3data.templates import DatasetRenderer, Dropped, Rendered
-from p3data.tokenize import EOS_ID, MEMO_MAX_CHARS, Packed, Tokenizer
-from p3data.varints import varint
+from p3data.tokenize import Tokenizer
 
 
 def _pending(config: CacheConfig, unit: WorkUnit) -> list[TaskOutput]:
@@ -76,9 +69,14 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, *, tokenizer: Tokenizer,
     job = unit.job
     renderer = DatasetRenderer({o.template.id: o.template for o in outputs}.values(), config.seed)
     rendered = [o for o in outputs if o.template.name not in renderer.broken]
+    encoder = EntryEncoder(tokenizer)
+    variants = VariantWriter(config, [o for o in rendered if o.variant is not None],
+                             templates=renderer.templates, long_fields=list(job.entry.text_lengths),
+                             encoder=encoder, metas=metas)
+    rendered = [o for o in rendered if o.variant is None] + variants.outputs
     users = {name: [o for o in rendered if o.template.name == name] for name in renderer.templates}
+    plain = {name: [o for o in outs if o.variant is None] for name, outs in users.items()}
     ordinals = Counter()  # kept examples so far, per template
-    encoder = _Encoder(tokenizer)
     checker = RowChecker(job.entry.features)
     rows = open_store(job.entry, config.data_dir, config.rows_per_shard).read(
         job.source_split, unit.shard)
@@ -96,10 +94,13 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, *, tokenizer: Tokenizer,
                 kept = [o for o in outcomes if isinstance(o, Rendered)]
                 for out in users[name]:
                     _count(metas[out.task], len(batch), len(kept), outcomes)
-                _write(users[name], kept, first=ordinals[name], encoder=encoder, files=files,
+                _write(plain[name], kept, first=ordinals[name], encoder=encoder, files=files,
                        metas=metas)
+                variants.write(name, [(batch[r.index - start], r) for r in kept],
+                               first=ordinals[name], files=files)
                 ordinals[name] += len(kept)
             start += len(batch)
+    variants.finish()
     for out in outputs:  # a template that cannot render fails its own tasks only
         if out.template.name in renderer.broken:
             metas[out.task].failed = str(renderer.broken[out.template.name])
@@ -115,47 +116,7 @@ def _count(meta: work.PartMeta, rows: int, kept: int, outcomes: list) -> None:
                 meta.errors.append(str(outcome.error))
 
 
-_EOS = varint(EOS_ID)
-
-
-class _Encoder:
-    """Map entries of one unit's examples. Labels, answer-choice lists and choices repeat
-    across rows and templates, so their entries are encoded once per unit."""
-
-    def __init__(self, tokenizer: Tokenizer):
-        self.tokenizer = tokenizer
-        self._targets: dict[str, tuple[bytes, int]] = {}
-        self._choice_lists: dict[tuple[str, ...], bytes] = {}
-        self._choices: dict[tuple[str, bool], tuple[bytes, int]] = {}
-
-    def targets(self, text: str, ids: Packed) -> tuple[bytes, int]:
-        """(targets_pretokenized + targets entries, token count), EOS appended."""
-        if text in self._targets:
-            return self._targets[text]
-        result = (text_entry(TARGETS_TEXT, text) + packed_ids_entry(TARGETS, ids.varints + _EOS),
-                  ids.tokens)
-        if len(text) <= MEMO_MAX_CHARS:
-            self._targets[text] = result
-        return result
-
-    def choice_list(self, choices: list[str]) -> bytes:
-        key = tuple(choices)
-        if key not in self._choice_lists:
-            self._choice_lists[key] = encode_entries({ANSWER_CHOICES: choices})
-        return self._choice_lists[key]
-
-    def choice(self, choice: str, correct: bool, ids: Packed) -> tuple[bytes, int]:
-        """A twin's is_correct, targets_pretokenized, targets and weight entries."""
-        key = (choice, correct)
-        if key not in self._choices:
-            self._choices[key] = (
-                encode_entries({IS_CORRECT: correct}) + text_entry(TARGETS_TEXT, choice)
-                + packed_ids_entry(TARGETS, ids.varints + _EOS) + encode_entries({WEIGHT: 1.0}),
-                ids.tokens)
-        return self._choices[key]
-
-
-def _write(users: list[TaskOutput], kept: list[Rendered], *, first: int, encoder: _Encoder,
+def _write(users: list[TaskOutput], kept: list[Rendered], *, first: int, encoder: EntryEncoder,
            files: dict, metas: dict[str, work.PartMeta]) -> None:
     """Encode each kept render once and share the bytes between a task and its twin; one write
     per task and batch.
@@ -187,8 +148,10 @@ def _write(users: list[TaskOutput], kept: list[Rendered], *, first: int, encoder
                 meta.add_example(n_in, n_out)
                 continue
             for j, choice in enumerate(r.answer_choices or ()):
-                entries, n_out = encoder.choice(choice, choice == r.targets, choice_ids[choice])
-                task_records += frame_pieces(work.twin_record(first + k, j, inputs + entries))
+                correct, rest, n_out = encoder.choice(choice, choice == r.targets,
+                                                      choice_ids[choice])
+                task_records += frame_pieces(work.twin_record(first + k, j,
+                                                              inputs + correct + rest))
                 meta.add_example(n_in, n_out)
     for task, task_records in records.items():
         files[task].write(b"".join(task_records))

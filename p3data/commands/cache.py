@@ -26,15 +26,15 @@ from p3data.errors import P3DataError
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data import t0
     from p3data.builder.driver import run_cache
     from p3data.builder.plan import CacheConfig
     from p3data.builder.summary import summary_table
+    from p3data.fewshot import load_definitions
     from p3data.vocab import read_vocabulary
 
     require("apache_beam", "pyarrow")
     _check_data_dir(args.data_dir)
-    specs = t0.select(t0.load_definitions(), args.mixture, args.tasks)
+    specs = load_definitions().select(args.mixture, args.tasks)
     config = CacheConfig(
         output_dir=fs.without_trailing_slash(args.output_dir),
         vocab_model=read_vocabulary(args.vocab), data_dir=args.data_dir,

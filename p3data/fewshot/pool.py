@@ -31,6 +31,8 @@ TRAIN = "train"
 _CONTINUATION = bytes(range(0x80, 0x100))  # varint bytes that are not a varint's last
 _ARRAYS = ("rows", "costs", "keys", "offsets", "sorted_rows", "row_positions", "sorted_keys",
            "key_positions")
+TEXTS = "texts.bin"
+POOL_FILES = (*(f"{name}.npy" for name in _ARRAYS), TEXTS)  # what `save` writes
 
 
 def id_count(ids: Packed) -> int:
@@ -91,8 +93,7 @@ class ExemplarPool:
 
     def text(self, position: int) -> str:
         """The exemplar's text: its input, the exemplar separator, its target."""
-        start, stop = self._offsets[position], self._offsets[position + 1]
-        return bytes(self._blob[start:stop]).decode()
+        return self.text_bytes(position).decode()
 
     def fitting(self, budget: int) -> int:
         """How many exemplars cost at most `budget` tokens: they are positions [0, result)."""
@@ -112,21 +113,24 @@ class ExemplarPool:
     def save(self, folder: str | Path) -> None:
         """Write the pool as `.npy` arrays and a text blob (`load` maps them)."""
         folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
         arrays = {"rows": self.rows, "costs": self.costs, "keys": self.keys,
                   "offsets": self._offsets, "sorted_rows": self._sorted_rows,
                   "row_positions": self._row_positions, "sorted_keys": self._sorted_keys,
                   "key_positions": self._key_positions}
-        for name, array in arrays.items():
-            np.save(folder / f"{name}.npy", np.ascontiguousarray(array))
-        (folder / "texts.bin").write_bytes(bytes(self._blob))
+        _save_arrays(folder, arrays)
+        (folder / TEXTS).write_bytes(bytes(self._blob))
+
+    def text_bytes(self, position: int) -> bytes:
+        """The exemplar's text, UTF-8 encoded."""
+        start, stop = self._offsets[position], self._offsets[position + 1]
+        return bytes(self._blob[start:stop])
 
     @classmethod
     def load(cls, folder: str | Path) -> ExemplarPool:
         """A saved pool, memory-mapped: pages are read as exemplars are drawn."""
         folder = Path(folder)
         arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
-        blob_path = folder / "texts.bin"
+        blob_path = folder / TEXTS
         blob = (np.memmap(blob_path, dtype=np.uint8, mode="r") if blob_path.stat().st_size
                 else b"")
         return cls(arrays, blob)
@@ -155,19 +159,52 @@ class PoolBuilder:
 
     def finish(self) -> ExemplarPool:
         """The pool, sorted by (cost, row): the same whichever order batches came in."""
-        rows = np.array(self._rows, dtype=np.int64)
-        costs = np.array(self._costs, dtype=np.int64)
-        keys = np.array(self._keys, dtype=np.uint64)
-        order = np.lexsort((rows, costs))
+        order, arrays = _sorted_arrays(np.array(self._rows, dtype=np.int64),
+                                       np.array(self._costs, dtype=np.int64),
+                                       np.array(self._keys, dtype=np.uint64))
         texts = [self._texts[i] for i in order]
-        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum([len(t) for t in texts], out=offsets[1:])
-        rows, costs, keys = rows[order], costs[order], keys[order]
-        by_row, by_key = np.argsort(rows, kind="stable"), np.argsort(keys, kind="stable")
-        arrays = {"rows": rows, "costs": costs, "keys": keys, "offsets": offsets,
-                  "sorted_rows": rows[by_row], "row_positions": by_row,
-                  "sorted_keys": keys[by_key], "key_positions": by_key}
+        arrays["offsets"] = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum([len(t) for t in texts], out=arrays["offsets"][1:])
         return ExemplarPool(arrays, b"".join(texts))
+
+
+def _sorted_arrays(rows: np.ndarray, costs: np.ndarray,
+                   keys: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The order that sorts exemplars by (cost, row), and a pool's arrays but the offsets."""
+    order = np.lexsort((rows, costs))
+    rows, costs, keys = rows[order], costs[order], keys[order]
+    by_row, by_key = np.argsort(rows, kind="stable"), np.argsort(keys, kind="stable")
+    return order, {"rows": rows, "costs": costs, "keys": keys,
+                   "sorted_rows": rows[by_row], "row_positions": by_row,
+                   "sorted_keys": keys[by_key], "key_positions": by_key}
+
+
+def _save_arrays(folder: Path, arrays: dict[str, np.ndarray]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in _ARRAYS:
+        np.save(folder / f"{name}.npy", np.ascontiguousarray(arrays[name]))
+
+
+def merge_pools(parts: Sequence[ExemplarPool], folder: str | Path) -> None:
+    """Save as one pool parts built from disjoint rows of a split (e.g. one per source shard):
+    the pool `build_pool` makes of all their rows, its texts copied part by part into place
+    rather than held in memory."""
+    order, arrays = _sorted_arrays(np.concatenate([p.rows for p in parts] + [_NONE]),
+                                   np.concatenate([p.costs for p in parts] + [_NONE]),
+                                   np.concatenate([p.keys for p in parts] + [_NONE_KEYS]))
+    part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])[order]
+    position = np.concatenate([np.arange(len(p)) for p in parts] + [_NONE])[order]
+    lengths = np.concatenate([np.diff(p._offsets) for p in parts] + [_NONE])[order]
+    arrays["offsets"] = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=arrays["offsets"][1:])
+    folder = Path(folder)
+    _save_arrays(folder, arrays)
+    with (folder / TEXTS).open("wb") as texts:
+        for k, i in zip(part_of.tolist(), position.tolist(), strict=True):
+            texts.write(parts[k].text_bytes(i))
+
+
+_NONE, _NONE_KEYS = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
 
 
 def build_pool(batches: Iterable[Sequence[Outcome]], settings: FewshotSettings,

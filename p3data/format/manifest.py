@@ -1,6 +1,8 @@
 """`manifest.json`, p3data's record beside seqio's files in every task folder: what was built
 from what, how rows fared, and the sha256 of every file the folder may hold. Typed and
 versioned: every reader goes through `read_manifest`, which refuses a version it does not know.
+A few-shot variant's manifest also records what made its prompts (`fewshot`) and, per split,
+its few-shot statistics; T0's tasks' manifests have neither key, as before.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class SplitRecord:
     stats: dict[str, int]  # what stats.<split>.json holds
     num_shards: int
     files: dict[str, str]  # name -> sha256: the split's shards, info and stats
+    fewshot: dict | None = None  # a variant's: `fewshot.FewshotStats.as_dict()`
 
     @property
     def examples(self) -> int:
@@ -77,6 +80,8 @@ class Manifest:
     splits: dict[str, SplitRecord]
     p3data_version: str
     format_version: int = FORMAT_VERSION
+    # A variant's: its T0 task, shot count and the settings that make its prompts.
+    fewshot: dict | None = None
 
     @property
     def files(self) -> set[str]:
@@ -84,7 +89,11 @@ class Manifest:
         return {name for record in self.splits.values() for name in record.files}
 
     def to_json(self) -> str:
-        return dumps(msgspec.to_builtins(self))
+        data = msgspec.to_builtins(self)
+        for record in [data, *data["splits"].values()]:  # T0's tasks: no few-shot keys
+            if record.get("fewshot", 0) is None:  # (a record listed twice is one dict)
+                del record["fewshot"]
+        return dumps(data)
 
 
 def parse_manifest(data: bytes, where: str) -> Manifest:

@@ -12,11 +12,15 @@ typed records. The stages write these and the driver reads them; nothing else do
     <task>/<split>.summary.json     SplitSummary: stage 2's result for a task split
     assembled/<task>/<split>.json   stage 2 has handled a task split (progress)
     status/<task>.json              TaskStatus: the last stage's verdict on a task
+    pools/<dataset>/<split>/<template id>-<fingerprint>/   a few-shot exemplar pool: a part
+                                    per source shard, then the merged pool, each with its
+                                    PoolRecord written last (`p3data.builder.pools`)
 
 A plain task's part holds its final TFRecords, copied as they are into the output shards. A
 `_score_eval` twin's records are its examples without the `idx` feature, prefixed by the
-example's number within the shard and the choice number: `idx[0]` counts kept examples over
-the whole split, which is only known once every shard is done.
+example's number within the shard, the choice number and the map entries that sort before
+`idx` (a few-shot variant's `exemplar_rows`): `idx[0]` counts kept examples over the whole
+split, which is only known once every shard is done.
 
 Work records are not kept across p3data versions: one that cannot be read is redone.
 """
@@ -107,6 +111,7 @@ class PartMeta:
     schema: dict[str, int] = field(default_factory=dict)  # rows per schema mismatch category
     failed: str = ""  # why the shard could not be processed at all
     traceback: str = ""  # when that was an unexpected error (a bug)
+    fewshot: dict = field(default_factory=dict)  # a variant's `FewshotStats.as_dict()`
 
     def add_example(self, n_in: int, n_out: int) -> None:
         """Count one record with `n_in` input and `n_out` target tokens (ids neither padding
@@ -143,6 +148,17 @@ class SplitSummary:
 
 
 @dataclass(frozen=True)
+class PoolRecord:
+    """A pool part (one source shard's exemplars) or a merged pool, written after its files."""
+
+    fingerprint: str
+    rows: list[int] = field(default_factory=list)  # a part's [start, stop) of the split
+    exemplars: int = 0
+    failed: str = ""
+    traceback: str = ""
+
+
+@dataclass(frozen=True)
 class TaskStatus:
     failed: str = ""
     tracebacks: list[str] = field(default_factory=list)
@@ -160,12 +176,14 @@ def read_record(path: str, kind: type[Record]) -> Record | None:
         return None
 
 
-def twin_record(ordinal: int, choice: int, entries: bytes) -> bytes:
-    return varint(ordinal) + varint(choice) + entries
+def twin_record(ordinal: int, choice: int, entries: bytes, before_idx: bytes = b"") -> bytes:
+    return varint(ordinal) + varint(choice) + varint(len(before_idx)) + before_idx + entries
 
 
-def unpack_twin(record: bytes) -> tuple[int, int, bytes]:
-    """(example number within the shard, choice number, the other map entries)."""
+def unpack_twin(record: bytes) -> tuple[int, int, bytes, bytes]:
+    """(example number within the shard, choice number, the map entries before `idx`, those
+    after it)."""
     ordinal, pos = read_varint(record, 0)
     choice, pos = read_varint(record, pos)
-    return ordinal, choice, record[pos:]
+    size, pos = read_varint(record, pos)
+    return ordinal, choice, record[pos:pos + size], record[pos + size:]

@@ -15,6 +15,12 @@ from p3data.vocab import SAMPLE_VOCAB
 P3DATA = str(Path(sys.executable).with_name("p3data"))
 
 
+def t0_only(pattern: str) -> str:
+    """A `--tasks` pattern matching only T0's tasks of those `pattern` matches: a pattern
+    matches few-shot variants' names (`<task>_<k>shot`) too, as seqio's `--tasks` does."""
+    return rf"(?!.*_[0-9]+shot$)(?:{pattern})"
+
+
 def cache_command(output: Path, *args: str, data_dir: Path | None = None) -> list[str]:
     source = ["--data-dir", str(data_dir)] if data_dir else ["--samples"]
     return [P3DATA, "cache", "--output-dir", str(output), "--vocab", str(SAMPLE_VOCAB),
