@@ -5,13 +5,19 @@ T0's own tasks as they were."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from helpers.cache import assert_same_examples, read_examples, run_cache, tree
 
+from p3data.datasets.samples import SAMPLES_DIR
+from p3data.datasets.stores import ENV_DATA_DIR
 from p3data.format.features import EXEMPLAR_ROWS, NUM_SHOTS
 from p3data.format.tfrecord import read_records
+from p3data.vocab import ENV_VOCAB, SAMPLE_VOCAB
 
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")
 
@@ -47,6 +53,26 @@ def test_stock_seqio_reads_exactly_the_stats_count_and_the_on_the_fly_examples(b
         assert all(len(e[EXEMPLAR_ROWS]) == e[NUM_SHOTS] for e in cached)
 
 
+STOCK = ["super_glue_rte_GPT_3_style_5shot", "super_glue_copa_exercise_score_eval_0shot",
+         "story_cloze_2016_Answer_Given_options_score_eval_1shot"]
+
+
+def test_stock_seqio_cache_tasks_makes_the_same_examples(built, tmp_path):
+    """`seqio_cache_tasks --module_import=p3data.tasks`, the stock command line, on the same
+    rows and vocabulary, in two shards."""
+    env = {**os.environ, ENV_DATA_DIR: str(SAMPLES_DIR), ENV_VOCAB: str(SAMPLE_VOCAB)}
+    command = [str(Path(sys.executable).with_name("seqio_cache_tasks")),
+               "--module_import=p3data.tasks", f"--output_cache_dir={tmp_path}",
+               "--min_shards=2", "--tasks=" + ",".join(STOCK),
+               "--pipeline_options=--runner=DirectRunner"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for name in STOCK:
+        for split in splits(built / name):
+            assert_same_examples(read_examples(name, split, tmp_path),
+                                 read_examples(name, split, built))
+
+
 def test_records_are_serialized_deterministically(built):
     import tensorflow as tf
 
@@ -68,6 +94,21 @@ def test_manifest_records_what_made_the_prompts_and_the_shot_histogram(built):
     assert manifest["sources"]["validation"]["exemplars"]["split"] == "train"
     plain = json.loads((built / PLAIN / "manifest.json").read_text())
     assert "fewshot" not in plain and "fewshot" not in plain["splits"]["train"]
+
+
+def test_pool_parts_merged_are_the_pool_of_all_their_rows(tmp_path):
+    from helpers.fewshot import TaskSplit
+
+    from p3data.dataset_key import DatasetKey
+    from p3data.datasets.samples import sample_rows
+    from p3data.fewshot.pool import merge_pools
+
+    rows = sample_rows(DatasetKey("super_glue", "rte"), "train")
+    task = TaskSplit("super_glue", "rte", "GPT-3 style", "validation", rows)
+    task.pool().save(tmp_path / "whole")
+    merge_pools([task.pool([(a, b)]) for a, b in [(7, len(rows)), (0, 3), (3, 7)]],
+                tmp_path / "merged")
+    assert tree(tmp_path / "merged") == tree(tmp_path / "whole")
 
 
 def test_a_t0_task_is_the_same_bytes_with_or_without_variants(built, tmp_path):
