@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.cache import assert_same_examples, read_examples, run_cache, tree
+from helpers.cache import P3DATA, assert_same_examples, read_examples, run_cache, tree
 
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.stores import ENV_DATA_DIR
@@ -124,6 +124,21 @@ def test_same_bytes_whatever_the_sharding_and_the_workers(built, tmp_path):
     assert tree(tmp_path / "b") == tree(built)
 
 
-def test_a_rerun_finds_every_variant_complete(built):
+def test_the_report_shows_the_variants_figures(built, tmp_path):
+    out = tmp_path / "report.html"
+    result = subprocess.run([P3DATA, "report", str(built), "--out", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    markdown = out.with_suffix(".md").read_text()
+    section = markdown.split("## Few-shot variants", 1)[1].split("\n## ", 1)[0]
+    assert "| super_glue_rte_GPT_3_style_5shot | 5:30 |" in section
+    assert PLAIN + " |" not in section
+    assert 'id="fewshot"' in out.read_text()
+
+
+def test_a_rerun_finds_every_variant_complete_and_sums_them_up(built):
     result = run_cache(built, "--tasks", PATTERN)
     assert f"{len(VARIANTS) + 1} already complete" in result.stderr
+    table = result.stdout.split("few-shot task", 1)[1]
+    assert "super_glue_rte_GPT_3_style_1shot" in table and PLAIN + " " not in table
+    assert "shots: examples per shot count" in table

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from p3data import t0
 from p3data.cli import main
 from p3data.datasets.rows import read_jsonl
 from p3data.datasets.samples import SAMPLES_DIR
+from p3data.fewshot import define_variant_mixture, load_definitions
 from p3data.quality.overlap import ngrams, overlap, shared_datasets, words
 
 TRAIN = "t0_train_one_og_prompt"  # 35 tasks, imdb among them: quick to render
@@ -21,7 +22,7 @@ IMDB_TASK = "imdb_Movie_Expressed_Sentiment"
 
 @pytest.fixture(scope="module")
 def definitions():
-    return t0.load_definitions()
+    return load_definitions()
 
 
 @pytest.fixture
@@ -43,7 +44,7 @@ def planted(tmp_path) -> tuple[Path, str]:
     ("t0_train", set()),
 ])
 def test_datasets_trained_on_and_evaluated(definitions, train, flagged):
-    shared = shared_datasets(t0.select(definitions, [train]), t0.select(definitions, [EVAL]),
+    shared = shared_datasets(definitions.select([train]), definitions.select([EVAL]),
                              "train", "validation")
     assert {s.dataset for s in shared} == flagged
     for s in shared:
@@ -81,6 +82,27 @@ def test_a_shorter_n_finds_shorter_copies(definitions, planted):
     assert len(words(premise)) == 19
     assert overlap(definitions, TRAIN, EVAL, mirror, n=20).pairs == []
     assert overlap(definitions, TRAIN, EVAL, mirror, n=19).pairs
+
+
+def test_a_few_shot_variants_exemplars_are_training_text(definitions, tmp_path):
+    """An evaluation premise planted in a training row's target: zero-shot prompts never show
+    it, but that row's render is an exemplar of the variants with shots."""
+    mirror = tmp_path / "mirror"
+    shutil.copytree(SAMPLES_DIR, mirror)
+    premise = read_jsonl(SAMPLES_DIR / "super_glue" / "rte" / "validation.jsonl")[0]["premise"]
+    path = mirror / "gigaword" / "train.jsonl"
+    rows = read_jsonl(path)
+    rows[3]["summary"] = premise
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    mixture = define_variant_mixture(definitions.t0, "gigaword_fewshot", tasks=["gigaword_TLDR"])
+    mine = dataclasses.replace(
+        definitions, variant_mixtures={**definitions.variant_mixtures, mixture.name: mixture})
+    report = overlap(mine, mixture.name, EVAL, mirror)
+    assert {pair.train_task for pair in report.pairs} == {
+        f"gigaword_TLDR_{k}shot" for k in (1, 3, 5)}
+    for pair in report.pairs:
+        assert (pair.train_split, pair.eval_dataset) == ("train", "super_glue/rte")
+        assert {(hit.train_row, hit.eval_row) for hit in pair.hits} == {(3, 0)}
 
 
 def test_command_writes_rows_to_exclude(planted, tmp_path, capsys):

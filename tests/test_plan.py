@@ -11,6 +11,7 @@ from p3data import t0
 from p3data.cli import main
 from p3data.datasets.catalog import ENV_CATALOG
 from p3data.errors import P3DataError
+from p3data.fewshot import load_definitions
 from p3data.quality.common import TokenCounter
 from p3data.quality.plan import compare, plan, published_definitions
 from p3data.templates.collection import ENV_TEMPLATE_DIRS
@@ -18,7 +19,7 @@ from p3data.templates.collection import ENV_TEMPLATE_DIRS
 
 @pytest.fixture(scope="module")
 def t0_train():
-    return plan(t0.load_definitions(), "t0_train", TokenCounter())
+    return plan(load_definitions(), "t0_train", TokenCounter())
 
 
 def test_t0_train_totals(t0_train):
@@ -67,7 +68,7 @@ def test_command_table(capsys):
 
 def test_evaluation_mixtures_are_refused():
     with pytest.raises(P3DataError, match="evaluation mixture"):
-        plan(t0.load_definitions(), "t0_eval_score_eval", TokenCounter())
+        plan(load_definitions(), "t0_eval_score_eval", TokenCounter())
 
 
 def test_steps_need_a_batch_size(capsys):

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.cache import t0_only
 from helpers.templates import template_entry, write_templates
 
 from p3data import t0
@@ -15,7 +16,7 @@ from p3data.quality.common import TokenCounter
 from p3data.quality.validate import Lengths, Thresholds, validate
 from p3data.templates.collection import ENV_TEMPLATE_DIRS
 
-TASKS = "super_glue_copa_fixture_.*"
+TASKS = t0_only("super_glue_copa_fixture_.*")
 ROW = {"premise": "The bread turned hard.", "choice1": "I left it on the counter overnight.",
        "choice2": "I put it in a freezer bag.", "question": "cause", "idx": 0, "label": 0}
 ROWS = [

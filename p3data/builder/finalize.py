@@ -18,7 +18,6 @@ manifest written last lists the splits the run kept as they were too.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 from collections.abc import Iterator
@@ -320,9 +319,7 @@ def _fewshot_stats(info: TaskInfo, metas: list[work.PartMeta]) -> dict | None:
     """A variant split's few-shot statistics, its parts' summed (None: a T0 task's)."""
     if not isinstance(info.spec, VariantSpec):
         return None
-    return functools.reduce(FewshotStats.merge, (FewshotStats.from_dict(m.fewshot)
-                                                 for m in metas if m.fewshot),
-                            FewshotStats()).as_dict()
+    return FewshotStats.summed(meta.fewshot for meta in metas).as_dict()
 
 
 def _sum_dicts(dicts) -> dict[str, int]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from p3data.builder.plan import CachePlan
+from p3data.fewshot import FewshotStats
+from p3data.fewshot.stats import STATS_COLUMNS, STATS_LEGEND
 from p3data.format import layout
 from p3data.format.manifest import read_manifest
 from p3data.tables import text_table
@@ -26,14 +28,18 @@ class RunResult:
 
 def summary_table(result: RunResult) -> str:
     """Per task: examples, tokens, rows dropped by T0's row rule, rows that failed to render,
-    rows that do not fit the catalog's schema; then totals, the schema mismatches by dataset
-    split, one line per failed task, and the time."""
+    rows that do not fit the catalog's schema; then totals, the few-shot variants' figures,
+    the schema mismatches by dataset split, one line per failed task, and the time."""
     config = result.plan.config
     tasks = sorted(set(result.built) | set(result.plan.done))
     rows, totals = [], [0] * 5
     mismatches: dict[tuple[str, str, str], int] = {}  # (dataset, source split, category) -> rows
+    fewshot: list[list] = []
     for task in tasks:
         manifest = read_manifest(layout.task_dir(config.output_dir, task, config.p3_layout))
+        if manifest.fewshot is not None:
+            stats = FewshotStats.summed(r.fewshot for r in manifest.splits.values())
+            fewshot.append([task, *stats.cells()])
         counts = [0] * 5
         for split, record in manifest.splits.items():
             for category, count in record.schema.items():
@@ -48,8 +54,11 @@ def summary_table(result: RunResult) -> str:
     lines = [text_table(["task", "examples", "tokens", "dropped", "errors", "schema"], rows),
              "dropped: left out by T0's row rule · errors: failed to render · schema: rows "
              "unlike the catalog's schema"]
+    if fewshot:
+        lines += ["", text_table(["few-shot task", *STATS_COLUMNS], fewshot), STATS_LEGEND]
     lines += [f"SCHEMA {dataset} {split}: {count:,} rows: {category}"
               for (dataset, split, category), count in sorted(mismatches.items())]
     lines += [f"FAILED {task}: {reason}" for task, reason in sorted(result.failed.items())]
     lines.append(f"time: {result.seconds:.1f} s")
     return "\n".join(lines)
+

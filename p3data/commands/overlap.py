@@ -10,12 +10,12 @@ from p3data.commands.options import add_data_options, positive_int, writing
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data import t0
+    from p3data.fewshot import load_definitions
     from p3data.quality.common import data_root
     from p3data.quality.overlap import as_json, exclusions, format_report, overlap
 
     root = data_root(args.data_dir)
-    report = overlap(t0.load_definitions(), args.train, args.eval, root, n=args.n,
+    report = overlap(load_definitions(), args.train, args.eval, root, n=args.n,
                      train_split=args.train_split, eval_split=args.eval_split,
                      max_rows=args.max_rows)
     print(json.dumps(as_json(report), indent=2, ensure_ascii=False) if args.json

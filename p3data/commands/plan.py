@@ -10,7 +10,7 @@ from p3data.errors import P3DataError
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data import t0
+    from p3data.fewshot import load_definitions
     from p3data.quality.common import TokenCounter
     from p3data.quality.plan import as_json, format_plan, plan
 
@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
             f"{args.steps:,} steps x {args.batch_size:,} examples per batch")
     else:
         examples, basis = args.examples, "as asked"
-    result = plan(t0.load_definitions(), args.mixture, TokenCounter(), examples=examples,
+    result = plan(load_definitions(), args.mixture, TokenCounter(), examples=examples,
                   basis=basis)
     print(json.dumps(as_json(result), indent=2) if args.json else format_plan(result))
     return 0
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "plan", help="a training mixture's expected examples and tokens per task (no caching)")
-    parser.add_argument("mixture", help="a training mixture, e.g. t0_train")
+    parser.add_argument("mixture", help="a training mixture, e.g. t0_train or t0_train_fewshot")
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--examples", type=positive_int, metavar="N",
                       help="examples drawn in training (default: the mixture's total rate)")

@@ -10,12 +10,12 @@ from p3data.commands.options import add_data_options, rate, token_lengths
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data import t0
+    from p3data.fewshot import load_definitions
     from p3data.quality.common import TokenCounter, data_root
     from p3data.quality.validate import Thresholds, as_json, format_report, validate
 
     mixtures = [args.mixture] if args.mixture else []
-    specs = t0.select(t0.load_definitions(), mixtures, args.tasks)
+    specs = load_definitions().select(mixtures, args.tasks)
     root = data_root(args.data_dir)
     tokens = TokenCounter(args.vocab) if args.vocab else TokenCounter()
     result = validate(specs, root, tokens, lengths=args.lengths, split=args.split,
@@ -35,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
 def register(commands: argparse._SubParsersAction) -> None:
     validate = commands.add_parser(
         "validate", help="render and tokenize real rows: drops, labels, duplicates, lengths")
-    validate.add_argument("--mixture", metavar="NAME", help="a T0 mixture, e.g. t0_train")
+    validate.add_argument("--mixture", metavar="NAME",
+                          help="a T0 or few-shot mixture, e.g. t0_train, t0_train_fewshot")
     validate.add_argument("--tasks", action="append", default=[], metavar="REGEX",
                           help="tasks whose names fully match (repeatable); with --mixture, "
                                "only that mixture's")

@@ -9,10 +9,18 @@ Counts merge across shards by addition, so any sharding gives the same totals.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from p3data.fewshot.select import NO_ROOM, SHORT_POOL
+
+# How the summary, `validate` and `report` head a task's few-shot figures (`FewshotStats.cells`).
+STATS_COLUMNS = ("shots: examples", "fitted", "tokens cut", "unfit", "short pool", "no room")
+STATS_LEGEND = ("shots: examples per shot count · fitted: queries whose passage was shortened "
+                "to fit the input length · tokens cut: by that shortening · unfit: over the "
+                "length even so, kept whole · short pool / no room: fewer shots because the "
+                "pool has no more exemplars / no more fit")
 
 
 @dataclass
@@ -48,6 +56,24 @@ class FewshotStats:
                 "shots": {str(k): self.shots[k] for k in sorted(self.shots)},
                 "fitted": self.fitted, "cut_tokens": self.cut_tokens, "unfit": self.unfit,
                 "short_pool": self.short_pool, "no_room": self.no_room}
+
+    def histogram(self) -> str:
+        """Examples per shot count, most shots first: `5:28 4:2`."""
+        return " ".join(f"{k}:{self.shots[k]:,}" for k in sorted(self.shots, reverse=True))
+
+    def cells(self) -> list[str | int]:
+        """The figures under `STATS_COLUMNS`."""
+        return [self.histogram(), self.fitted, self.cut_tokens, self.unfit, self.short_pool,
+                self.no_room]
+
+    @classmethod
+    def summed(cls, dicts: Iterable[dict[str, Any] | None]) -> FewshotStats:
+        """The sum of parts' or splits' `as_dict()`s (None or empty: nothing counted)."""
+        total = cls()
+        for data in dicts:
+            if data:
+                total = total.merge(cls.from_dict(data))
+        return total
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FewshotStats:

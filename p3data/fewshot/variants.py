@@ -69,6 +69,11 @@ class VariantSpec:
         return self.base.score_eval
 
     @property
+    def cap(self) -> int:
+        """Its task's T0 cap: a variant mixture rates it at a share of that."""
+        return self.base.cap
+
+    @property
     def draw_task(self) -> str:
         """The task name exemplars are drawn for: a `_score_eval` twin draws as its base task
         does, so both show the same exemplars."""

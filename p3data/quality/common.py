@@ -1,7 +1,9 @@
-"""What the checks share: the local mirror they read, its rows in batches, token counts."""
+"""What the checks share: the local mirror they read, its rows in batches, token counts, and
+a few-shot variant's prompts made of the mirror's rows."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator
 from itertools import islice
@@ -13,6 +15,9 @@ from p3data.batching import batched
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.stores import ENV_DATA_DIR, MirrorStore, mirror_dir
 from p3data.errors import P3DataError
+from p3data.fewshot import FewshotPrompter, VariantSpec, build_pool, pool_source
+from p3data.templates import DatasetRenderer
+from p3data.tokenize import Tokenizer
 from p3data.vocab import SAMPLE_VOCAB
 
 
@@ -53,7 +58,6 @@ class TokenCounter:
     """Token counts exactly as the cache builder tokenizes (extra ids included), in batches."""
 
     def __init__(self, model_file: str | os.PathLike = SAMPLE_VOCAB):
-        from p3data.tokenize import Tokenizer
         from p3data.vocab import EXTRA_IDS, read_vocabulary
 
         self.model_file = Path(model_file)
@@ -64,5 +68,25 @@ class TokenCounter:
             return f"the offline sample vocabulary ({self.model_file}), not T5's"
         return str(self.model_file)
 
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self._tokenizer
+
     def count(self, texts: list[str]) -> list[int]:
         return [len(ids) for ids in self._tokenizer.encode(texts)] if texts else []
+
+
+def variant_prompter(spec: VariantSpec, split: str, *, root: str, tokenizer: Tokenizer,
+                     max_rows: int | None = None) -> FewshotPrompter:
+    """The prompter of a variant's task split at its shot count, over a pool of the mirror's
+    rows (at most `max_rows` of them), as the cache builds it."""
+    source = pool_source(spec.base, split)
+    renderer = DatasetRenderer([spec.template])
+    settings = dataclasses.replace(spec.settings, shots=(spec.shots,), ratio=None)
+    batches = read_batches(root, spec.entry, source.split, max_rows) if spec.shots else ()
+    pool = build_pool((renderer.render_batch(rows, start)[spec.template.name]
+                       for start, rows in batches), settings, tokenizer)
+    return FewshotPrompter(task=spec.draw_task, split=split,
+                           template=renderer.templates[spec.template.name], pool=pool,
+                           source=source, settings=settings, tokenizer=tokenizer,
+                           long_fields=list(spec.entry.text_lengths))

@@ -4,7 +4,9 @@ Two checks. First by dataset: a dataset trained on and also evaluated is not hel
 when training reads another split of it (T0++ trains on WSC, COPA, WiC and HellaSwag, which
 T0's evaluation mixture reports on). Then by text: n-grams (13 words by default, as GPT-3's
 contamination study used) shared by the rendered inputs of training tasks and the raw string
-fields of the evaluation rows, which catches copies across datasets and splits.
+fields of the evaluation rows, which catches copies across datasets and splits. A few-shot
+variant's training text holds its exemplars too, each an input and its target: every usable
+render of its pool is checked (a hit's row is then the exemplar's, in the pool's split).
 
 The evaluation side is small (validation splits), so its n-grams are hashed into memory;
 the training side is streamed a batch at a time and never held.
@@ -20,6 +22,7 @@ from typing import Any
 from p3data import t0
 from p3data.datasets.errors import SourceError
 from p3data.datasets.samples import _strings as row_strings
+from p3data.fewshot import AnySpec, Definitions, VariantSpec, is_usable, pool_source
 from p3data.quality.common import read_batches
 from p3data.tables import text_table
 from p3data.templates import DatasetRenderer, Rendered
@@ -98,10 +101,10 @@ class OverlapReport:
         return bool(self.shared or self.pairs)
 
 
-def shared_datasets(train: Sequence[t0.TaskSpec], evaluation: Sequence[t0.TaskSpec],
+def shared_datasets(train: Sequence[AnySpec], evaluation: Sequence[AnySpec],
                     train_split: str, eval_split: str) -> list[SharedDataset]:
     """Datasets on both sides, whatever split each side reads."""
-    sides: list[dict[str, list[t0.TaskSpec]]] = [{}, {}]
+    sides: list[dict[str, list[AnySpec]]] = [{}, {}]
     for side, specs in zip(sides, (train, evaluation), strict=True):
         for spec in specs:
             side.setdefault(spec.entry.name, []).append(spec)
@@ -113,7 +116,7 @@ def shared_datasets(train: Sequence[t0.TaskSpec], evaluation: Sequence[t0.TaskSp
     ]
 
 
-def _splits(specs: Sequence[t0.TaskSpec], split: str) -> list[str]:
+def _splits(specs: Sequence[AnySpec], split: str) -> list[str]:
     return sorted({spec.split_mapping[split] for spec in specs if split in spec.split_mapping})
 
 
@@ -151,7 +154,7 @@ class EvalIndex:
 
 
 def overlap(
-    definitions: t0.T0Definitions,
+    definitions: Definitions,
     train_mixture: str,
     eval_mixture: str,
     root: str,
@@ -161,8 +164,8 @@ def overlap(
     eval_split: str = EVAL_SPLIT,
     max_rows: int | None = None,
 ) -> OverlapReport:
-    train = t0.select(definitions, [train_mixture])
-    evaluation = t0.select(definitions, [eval_mixture])
+    train = definitions.select([train_mixture])
+    evaluation = definitions.select([eval_mixture])
     report = OverlapReport(train_mixture, eval_mixture, n, train_split, eval_split,
                            shared_datasets(train, evaluation, train_split, eval_split), [])
     index = EvalIndex(n)
@@ -173,16 +176,25 @@ def overlap(
         except SourceError as err:
             report.missing.append(str(err))
     report.eval_rows, report.unchecked_eval_rows = index.rows, index.unchecked
-    for (_, split), users in t0.group_by_source_split(train, [train_split]).items():
+    scans: dict[tuple[Any, str], list[Role]] = {}  # (dataset, split) -> who reads it, how
+    for spec in train:
+        if train_split not in spec.split_mapping:
+            continue
+        split = spec.split_mapping[train_split]
+        pool = (pool_source(spec.base, train_split).split
+                if isinstance(spec, VariantSpec) and spec.shots else None)
+        scans.setdefault((spec.entry.key, split), []).append(Role(spec, True, pool == split))
+        if pool is not None and pool != split:
+            scans.setdefault((spec.entry.key, pool), []).append(Role(spec, False, True))
+    for (_, split), roles in scans.items():
         try:
-            _scan_split(report, index, [spec for spec, _ in users], split=split, root=root,
-                        max_rows=max_rows)
+            _scan_split(report, index, roles, split=split, root=root, max_rows=max_rows)
         except SourceError as err:
             report.missing.append(str(err))
     return report
 
 
-def _index_split(index: EvalIndex, specs: Sequence[t0.TaskSpec], split: str, *, root: str,
+def _index_split(index: EvalIndex, specs: Sequence[AnySpec], split: str, *, root: str,
                  max_rows: int | None) -> None:
     """Add one evaluation split's rows (read by `specs`) to the index."""
     entry = specs[0].entry
@@ -192,26 +204,59 @@ def _index_split(index: EvalIndex, specs: Sequence[t0.TaskSpec], split: str, *, 
             index.add_row(source, start + offset, row)
 
 
-def _scan_split(report: OverlapReport, index: EvalIndex, specs: Sequence[t0.TaskSpec],
-                *, split: str, root: str, max_rows: int | None) -> None:
-    """Render one training split through its tasks' templates and look up every input."""
-    renderer = DatasetRenderer(spec.template for spec in specs)
-    task_of = {spec.template.name: spec.name for spec in specs}
+@dataclass(frozen=True)
+class Role:
+    """How a training task reads a split: its queries' inputs, its exemplars, or both."""
+
+    spec: AnySpec
+    queries: bool
+    exemplars: bool
+
+    def text(self, outcome: Rendered) -> str | None:
+        """What training on the task shows of this render (None: nothing): as an exemplar,
+        its input, separator and target (`<NO LABEL>` renders are never exemplars); else, as
+        a query, its input."""
+        if self.exemplars and is_usable(outcome):
+            assert isinstance(self.spec, VariantSpec)
+            return outcome.inputs + self.spec.settings.exemplar_separator + outcome.targets
+        return outcome.inputs if self.queries else None
+
+
+def _scan_split(report: OverlapReport, index: EvalIndex, roles: list[Role], *, split: str,
+                root: str, max_rows: int | None) -> None:
+    """Render one training split through its tasks' templates and look up what each task
+    trains on of every render."""
+    renderer = DatasetRenderer({r.spec.template.name: r.spec.template for r in roles}.values())
+    by_template: dict[str, list[Role]] = {}
+    for role in roles:
+        by_template.setdefault(role.spec.template.name, []).append(role)
     pairs: dict[tuple[str, int], PairOverlap] = {}
-    for start, rows in read_batches(root, specs[0].entry, split, max_rows):
+    for start, rows in read_batches(root, roles[0].spec.entry, split, max_rows):
         for name, outcomes in renderer.render_batch(rows, start).items():
             for outcome in outcomes:
-                if not isinstance(outcome, Rendered):
-                    continue
-                report.train_examples += 1
-                for source, (eval_row, gram) in index.matches(outcome.inputs).items():
-                    if (name, source) not in pairs:
-                        found = index.sources[source]
-                        pairs[(name, source)] = PairOverlap(
-                            task_of[name], report.train_split, found.dataset, found.split,
-                            found.tasks)
-                    pairs[(name, source)].hits.append(Hit(outcome.index, eval_row, gram))
+                if isinstance(outcome, Rendered):
+                    _look_up(report, index, by_template[name], outcome, pairs=pairs,
+                             split=split)
     report.pairs += pairs.values()
+
+
+def _look_up(report: OverlapReport, index: EvalIndex, roles: list[Role], outcome: Rendered, *,
+             pairs: dict[tuple[str, int], PairOverlap], split: str) -> None:
+    """Each task's training text of one render, each distinct text looked up once."""
+    report.train_examples += any(role.queries for role in roles)
+    found: dict[str, dict[int, tuple[int, str]]] = {}
+    for role in roles:
+        if (text := role.text(outcome)) is None:
+            continue
+        if text not in found:
+            found[text] = index.matches(text)
+        for source, (eval_row, gram) in found[text].items():
+            key = (role.spec.name, source)
+            if key not in pairs:
+                hit_in = index.sources[source]
+                pairs[key] = PairOverlap(role.spec.name, split, hit_in.dataset, hit_in.split,
+                                         hit_in.tasks)
+            pairs[key].hits.append(Hit(outcome.index, eval_row, gram))
 
 
 def exclusions(report: OverlapReport) -> list[dict[str, Any]]:

@@ -5,7 +5,9 @@ T0 samples each task in proportion to its cap (its train split size, or an even 
 at a given number of steps is the question users asked for months. Tokens per example are
 measured on the bundled sample rows with the offline sample vocabulary, so they are estimates.
 A customised catalog or template set is compared with T0's published definition, computed
-from the bundled catalog and promptsource's templates alone.
+from the bundled catalog and promptsource's templates alone. A few-shot mixture splits each
+T0 task's rate over its variants by its settings' ratio; its variants' tokens are measured on
+their prompts (exemplars from the sample rows), so they show what the exemplars cost.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from p3data.datasets.catalog import CATALOG_FILE, Catalog, read_catalog_file
 from p3data.datasets.errors import SourceError
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.errors import P3DataError
-from p3data.quality.common import TokenCounter, read_batches
+from p3data.fewshot import AnySpec, Definitions, VariantSpec
+from p3data.quality.common import TokenCounter, read_batches, variant_prompter
 from p3data.tables import text_table
 from p3data.templates import DatasetRenderer, Rendered, TemplateCollection, TemplateSource
 from p3data.templates.collection import promptsource_dir
@@ -33,7 +36,7 @@ class TaskPlan:
     dataset: str
     source_rows: int  # rows of the train split in the catalog, before any are dropped
     cap: int  # T0's cap for the task
-    rate: int  # its mixing rate in this mixture: the cap
+    rate: float  # its mixing rate in this mixture: the cap (a variant: its share of the cap)
     share: float  # of the mixture's total rate
     examples: float  # expected examples drawn at the planned number of examples
     epochs: float | None  # passes over the source rows that makes
@@ -57,12 +60,12 @@ class Differences:
 @dataclass(frozen=True)
 class Plan:
     mixture: str
-    total_rate: int
+    total_rate: float
     examples: int
     basis: str
     tasks: list[TaskPlan]
     vocabulary: str
-    differences: Differences
+    differences: Differences | None  # None: a few-shot mixture, which T0 did not publish
 
     @property
     def tokens(self) -> float:
@@ -75,20 +78,33 @@ def published_definitions() -> t0.T0Definitions:
                      TemplateCollection([TemplateSource(promptsource_dir(), "promptsource")]))
 
 
-def mean_tokens(specs: Sequence[t0.TaskSpec], tokens: TokenCounter) -> dict[str, float | None]:
-    """Mean tokens per kept example (inputs + targets + EOS) over each task's sample rows."""
+def mean_tokens(specs: Sequence[AnySpec], tokens: TokenCounter) -> dict[str, float | None]:
+    """Mean tokens per kept example (inputs + targets + EOS) over each task's sample rows; a
+    variant's inputs are its prompts."""
     counts: dict[str, list[int]] = {}
     for (_, source_split), users in t0.group_by_source_split(specs, [SPLIT]).items():
         members = [spec for spec, _ in users]
-        renderer = DatasetRenderer(spec.template for spec in members)
-        task_of = {spec.template.name: spec.name for spec in members}
+        renderer = DatasetRenderer({spec.template.name: spec.template
+                                    for spec in members}.values())
         try:
+            prompters = {spec.name: variant_prompter(spec, SPLIT, root=str(SAMPLES_DIR),
+                                                     tokenizer=tokens.tokenizer)
+                         for spec in members if isinstance(spec, VariantSpec)}
             for start, rows in read_batches(SAMPLES_DIR, members[0].entry, source_split):
                 for name, outcomes in renderer.render_batch(rows, start).items():
                     kept = [o for o in outcomes if isinstance(o, Rendered)]
-                    pairs = zip(tokens.count([o.inputs for o in kept]),
-                                tokens.count([o.targets for o in kept]), strict=True)
-                    counts.setdefault(task_of[name], []).extend(i + t + 1 for i, t in pairs)
+                    targets = tokens.count([o.targets for o in kept])
+                    plain = tokens.count([o.inputs for o in kept])
+                    for spec in members:
+                        if spec.template.name != name:
+                            continue
+                        inputs = plain
+                        if spec.name in prompters:
+                            (prompts,) = prompters[spec.name].prompts(
+                                [(rows[o.index - start], o) for o in kept]).values()
+                            inputs = [prompt.input_ids.tokens for prompt in prompts]
+                        counts.setdefault(spec.name, []).extend(
+                            i + t + 1 for i, t in zip(inputs, targets, strict=True))
         except SourceError:
             continue  # no sample rows: the estimate is unknown, not zero
     return {spec.name: (sum(counts[spec.name]) / len(counts[spec.name])
@@ -96,7 +112,7 @@ def mean_tokens(specs: Sequence[t0.TaskSpec], tokens: TokenCounter) -> dict[str,
 
 
 def plan(
-    definitions: t0.T0Definitions,
+    definitions: Definitions,
     mixture: str,
     tokens: TokenCounter,
     *,
@@ -104,20 +120,23 @@ def plan(
     basis: str = "as asked",
     published: t0.T0Definitions | None = None,
 ) -> Plan:
-    """Expected examples and tokens per task when `examples` are drawn from the mixture
-    (default: as many as its total rate, i.e. every task once at its cap), and how the
-    mixture differs from `published` (default: T0's, `published_definitions()`)."""
-    specs = t0.select(definitions, [mixture])
-    rule = definitions.mixtures[mixture]
+    """Expected examples and tokens per task when `examples` are drawn from the mixture (a T0
+    or few-shot one; default: as many as its total rate, i.e. every task once at its rate),
+    and how a T0 mixture differs from `published` (default: T0's, `published_definitions()`)."""
+    variants = definitions.variant_mixtures.get(mixture)
+    rule = variants or definitions.t0.mixture(mixture)
     if not rule.rate_by_cap:
+        by_cap = [name for name, m in {**definitions.t0.mixtures,
+                                       **definitions.variant_mixtures}.items() if m.rate_by_cap]
         raise P3DataError(
             f"{mixture} is an evaluation mixture, weighted by the examples in its cache rather "
-            f"than by T0's caps; plan one of: " + ", ".join(
-                name for name, m in definitions.mixtures.items() if m.rate_by_cap))
+            f"than by T0's caps; plan one of: " + ", ".join(by_cap))
+    specs: list[AnySpec] = (variants.variants(definitions.t0) if variants
+                            else t0.select(definitions.t0, [mixture]))
     rates = {spec.name: rule.rate(spec) for spec in specs}
     total = sum(rates.values())
     if examples is None:
-        examples, basis = total, "the mixture's total rate: each task once at its cap"
+        examples, basis = round(total), "the mixture's total rate: each task once at its rate"
     means = mean_tokens(specs, tokens)
     tasks = []
     for spec in specs:
@@ -130,8 +149,9 @@ def plan(
             rate=rates[spec.name], share=share, examples=expected,
             epochs=expected / source_rows if source_rows else None,
             tokens_per_example=mean, tokens=expected * mean if mean is not None else None))
-    return Plan(mixture, total, examples, basis, tasks, tokens.describe(),
-                compare(definitions, published or published_definitions(), mixture))
+    differences = None if variants else compare(
+        definitions.t0, published or published_definitions(), mixture)
+    return Plan(mixture, total, examples, basis, tasks, tokens.describe(), differences)
 
 
 def compare(current: t0.T0Definitions, published: t0.T0Definitions, mixture: str) -> Differences:
@@ -163,7 +183,7 @@ def as_json(result: Plan) -> dict[str, Any]:
         "tokens": round(result.tokens),
         "tokens_measured_with": f"bundled sample rows, {result.vocabulary}",
         "tasks": [asdict(task) for task in result.tasks],
-        "differences": asdict(result.differences),
+        "differences": None if result.differences is None else asdict(result.differences),
     }
 
 
@@ -180,7 +200,7 @@ def format_plan(result: Plan) -> str:
                  float(result.examples), None, None, result.tokens])
     lines = [
         f"{result.mixture}: {len(result.tasks)} tasks on {len(datasets)} datasets, total rate "
-        f"{result.total_rate:,}",
+        f"{result.total_rate:,.0f}",
         f"examples: {result.examples:,} ({result.basis})",
         f"tokens: mean inputs + targets + EOS per example measured on the bundled sample rows "
         f"with {result.vocabulary}, before truncation: an estimate",
@@ -195,6 +215,9 @@ def format_plan(result: Plan) -> str:
 
 def _format_differences(result: Plan) -> str:
     diff = result.differences
+    if diff is None:
+        return ("a few-shot mixture: T0's tasks, each task's T0 rate split over its variants "
+                "by the settings' ratio")
     if not diff:
         return f"matches T0's published {result.mixture}"
     lines = [f"differences from T0's published {result.mixture}:"]

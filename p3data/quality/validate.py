@@ -6,7 +6,10 @@ than the model reads, so that a target loses the EOS T0 appends. Those show up o
 this counts them per task before anything is cached.
 
 Score-eval twins render exactly like their base task, so a twin is validated through its base
-(on the evaluation split) and only counted.
+(on the evaluation split) and only counted. A few-shot variant is validated on its prompts: the
+rows its task keeps, each fitted to the input length with exemplars drawn from a pool of the
+mirror's rows (`FewshotPrompter`, as the cache builds them); its report adds the shot
+histogram, the rows fitted and the tokens cut.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from typing import Any
 from p3data.datasets.errors import SourceError
 from p3data.datasets.schema import RowChecker
 from p3data.datasets.stores import MirrorStore
-from p3data.quality.common import TokenCounter, read_batches
-from p3data.t0 import TaskSpec
+from p3data.fewshot import AnySpec, FewshotPrompter, FewshotStats, VariantSpec, variant_name
+from p3data.fewshot.stats import STATS_COLUMNS, STATS_LEGEND
+from p3data.quality.common import TokenCounter, read_batches, variant_prompter
 from p3data.tables import text_table
 from p3data.templates import NO_LABEL, DatasetRenderer, Dropped, Outcome, Rendered
 from p3data.templates.render import NO_SEPARATOR
@@ -73,6 +77,7 @@ class TaskSplitValidation:
     rows: dict[str, list[int]] = field(default_factory=dict)  # problem -> first row numbers
     first_error: str | None = None  # the first render error, as the renderer worded it
     error: str | None = None  # the task could not be validated at all
+    fewshot: dict[str, Any] | None = None  # a variant's `FewshotStats.as_dict()`
 
     @property
     def drop_rate(self) -> float:
@@ -124,7 +129,7 @@ class Validation:
 
 
 def validate(
-    specs: Sequence[TaskSpec],
+    specs: Sequence[AnySpec],
     root: str,
     tokens: TokenCounter,
     *,
@@ -136,15 +141,16 @@ def validate(
     train), score-eval twins through their base on `split` (default validation)."""
     reports: dict[tuple[str, str], TaskSplitValidation] = {}
     groups: dict[tuple[tuple[str, str | None], str],
-                 list[tuple[TaskSpec, TaskSplitValidation]]] = {}
+                 list[tuple[AnySpec, TaskSplitValidation]]] = {}
     for spec in specs:
         task_split = split or (EVAL_SPLIT if spec.score_eval else TRAIN_SPLIT)
-        if (spec.base_name, task_split) in reports:
+        name = _validated_as(spec)
+        if (name, task_split) in reports:
             continue
         source_split = spec.split_mapping.get(task_split, "")
-        report = TaskSplitValidation(spec.base_name, spec.entry.name, spec.template.name,
-                                     task_split, source_split)
-        reports[(spec.base_name, task_split)] = report
+        report = TaskSplitValidation(name, spec.entry.name, spec.template.name, task_split,
+                                     source_split)
+        reports[(name, task_split)] = report
         if not source_split:
             report.error = f"no {task_split!r} split (has {', '.join(spec.split_mapping)})"
             continue
@@ -156,38 +162,67 @@ def validate(
                       tokens.describe(), lengths)
 
 
+def _validated_as(spec: AnySpec) -> str:
+    """The task whose rows stand for `spec`'s: a twin's base (its variant's, for a variant)."""
+    if isinstance(spec, VariantSpec):
+        return variant_name(spec.base.base_name, spec.shots, spec.settings.label)
+    return spec.base_name
+
+
 def _validate_split(
-    members: list[tuple[TaskSpec, TaskSplitValidation]], root: str, source_split: str, *,
+    members: list[tuple[AnySpec, TaskSplitValidation]], root: str, source_split: str, *,
     tokens: TokenCounter, lengths: Lengths, max_rows: int | None,
 ) -> None:
     """One pass over a dataset split for all of its selected templates."""
-    renderer = DatasetRenderer(spec.template for spec, _ in members)
-    by_name = {spec.template.name: report for spec, report in members}
-    for name, err in renderer.broken.items():
-        by_name[name].error = str(err)
-    seen: dict[str, set[int]] = {name: set() for name in renderer.templates}
+    renderer = DatasetRenderer({spec.template.name: spec.template for spec, _ in members}.values())
+    by_name: dict[str, list[tuple[AnySpec, TaskSplitValidation]]] = {}
+    for spec, report in members:
+        by_name.setdefault(spec.template.name, []).append((spec, report))
+        if spec.template.name in renderer.broken:
+            report.error = str(renderer.broken[spec.template.name])
+    seen: dict[int, set[int]] = {id(report): set() for _, report in members}
     entry = members[0][0].entry
     checker = RowChecker(entry.features)
     read = 0
     try:
+        prompters = {id(report): variant_prompter(spec, report.split, root=root,
+                                                  tokenizer=tokens.tokenizer, max_rows=max_rows)
+                     for spec, report in members if isinstance(spec, VariantSpec)}
         for start, rows in read_batches(root, entry, source_split, max_rows):
             read += len(rows)
             mismatches = Counter(problem for row in rows for problem in checker.problems(row))
-            for report in by_name.values():
+            for _, report in members:
                 report.schema = dict(Counter(report.schema) + mismatches)
             for name, outcomes in renderer.render_batch(rows, start).items():
-                _tally(by_name[name], outcomes, seen[name], tokens=tokens, lengths=lengths)
+                for _, report in by_name[name]:
+                    prompter = prompters.get(id(report))
+                    prompts = (None if prompter is None
+                               else _prompt_lengths(prompter, rows, start, outcomes))
+                    _tally(report, outcomes, seen[id(report)], tokens=tokens, lengths=lengths,
+                           prompts=prompts)
         if not read and entry.splits.get(source_split):  # an empty file is a failed export
             files = ", ".join(MirrorStore(root, entry).files(source_split))
             raise SourceError(f"{entry.name} {source_split}: no rows in {files} (the catalog "
                               f"lists {entry.splits[source_split]:,})")
+        for spec, report in members:
+            if id(report) in prompters:
+                report.fewshot = prompters[id(report)].stats[spec.shots].as_dict()
     except SourceError as err:
-        for report in by_name.values():
+        for _, report in members:
             report.error = str(err)
 
 
+def _prompt_lengths(prompter: FewshotPrompter, rows: list[dict[str, Any]], start: int,
+                    outcomes: list[Outcome]) -> list[int]:
+    """Token counts of the prompts the kept outcomes make."""
+    queries = [(rows[o.index - start], o) for o in outcomes if isinstance(o, Rendered)]
+    (examples,) = prompter.prompts(queries).values()
+    return [example.input_ids.tokens for example in examples]
+
+
 def _tally(report: TaskSplitValidation, outcomes: list[Outcome], seen: set[int], *,
-           tokens: TokenCounter, lengths: Lengths) -> None:
+           tokens: TokenCounter, lengths: Lengths, prompts: list[int] | None = None) -> None:
+    """Count one batch's outcomes; `prompts`: a variant's prompt lengths, counted as inputs."""
     kept: list[Rendered] = []
     for outcome in outcomes:
         report.read += 1
@@ -210,7 +245,7 @@ def _tally(report: TaskSplitValidation, outcomes: list[Outcome], seen: set[int],
             report.note("duplicates", outcome.index)
         seen.add(pair)
     report.kept += len(kept)
-    inputs = tokens.count([example.inputs for example in kept])
+    inputs = prompts if prompts is not None else tokens.count([e.inputs for e in kept])
     targets = tokens.count([example.targets for example in kept])
     for example, n_inputs, n_targets in zip(kept, inputs, targets, strict=True):
         n_targets += 1  # the EOS T0 appends to every target
@@ -270,6 +305,10 @@ def format_report(validation: Validation) -> str:
         "",
         text_table(header, rows),
     ]
+    if fewshot := [[r.task, r.split, *FewshotStats.from_dict(r.fewshot).cells()]
+                   for r in validation.reports if r.fewshot is not None]:
+        lines += ["", text_table(["few-shot task", "split", *STATS_COLUMNS], fewshot),
+                  STATS_LEGEND]
     for report in validation.reports:
         if report.error is not None:
             lines.append(f"{report.task}: not validated: {report.error}")

@@ -17,6 +17,7 @@ import numpy as np
 
 from p3data import fs, t0
 from p3data.errors import P3DataError
+from p3data.fewshot import FewshotStats
 from p3data.format import layout
 from p3data.format.cache_folder import is_complete, not_a_cache, scan
 from p3data.format.example_decoding import ExampleDecodeError, feature_spans, value_count
@@ -68,6 +69,7 @@ class TaskReport:
     template: str
     splits: list[SplitCounts]
     lengths: TaskLengths | None  # None: the task lacks the split the lengths are read from
+    fewshot: FewshotStats | None = None  # a few-shot variant's figures, over its splits
 
     def examples(self, split: str) -> int | None:
         """Examples of `split` (None: the task has no such split)."""
@@ -196,7 +198,9 @@ def read_task(folder: str, manifest: Manifest, split: str, max_records: int) -> 
     record = manifest.splits.get(split)
     if record and record.examples:
         lengths = read_lengths(folder, record.shards, record.examples, max_records)
-    return TaskReport(manifest.task, manifest.dataset, manifest.template.name, splits, lengths)
+    return TaskReport(manifest.task, manifest.dataset, manifest.template.name, splits, lengths,
+                      None if manifest.fewshot is None else FewshotStats.summed(
+                          record.fewshot for record in manifest.splits.values()))
 
 
 def _split_counts(split: str, record: SplitRecord) -> SplitCounts:

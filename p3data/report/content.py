@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from p3data.fewshot.stats import STATS_COLUMNS
 from p3data.quality.validate import Lengths
 from p3data.report.collect import CacheReport, MixtureShare, TaskReport
 from p3data.tables import Cell
@@ -21,6 +22,7 @@ MIXTURE_HEADER = ("Mixture", "Tasks cached", "Tasks in T0", "Rate", "Total rate"
                   "Examples cut %")
 DROPPED_HEADER = ("Task", "Split", "Reason", "Rows")
 REASON_HEADER = ("Reason", "Tasks", "Rows")
+FEWSHOT_HEADER = ("Task", *(column[0].upper() + column[1:] for column in STATS_COLUMNS))
 
 
 def count_rows(tasks: Iterable[TaskReport]) -> list[list[Cell]]:
@@ -58,6 +60,11 @@ def reason_rows(tasks: Iterable[TaskReport]) -> list[list[Cell]]:
                 touched.setdefault(reason, set()).add(task.task)
                 rows[reason] = rows.get(reason, 0) + count
     return [[reason, len(touched[reason]), rows[reason]] for reason in sorted(rows)]
+
+
+def fewshot_rows(tasks: Iterable[TaskReport]) -> list[list[Cell]]:
+    """The few-shot variants' figures (T0's own tasks have none)."""
+    return [[task.task, *task.fewshot.cells()] for task in tasks if task.fewshot is not None]
 
 
 def share_rows(mixture: MixtureShare, report: CacheReport) -> list[list[Cell]]:

@@ -6,17 +6,20 @@ from __future__ import annotations
 import html
 
 from p3data import __version__
+from p3data.fewshot.stats import STATS_LEGEND
 from p3data.report import plots
 from p3data.report.collect import CacheReport
 from p3data.report.content import (
     COUNT_HEADER,
     DROPPED_HEADER,
+    FEWSHOT_HEADER,
     LENGTH_HEADER,
     MIXTURE_HEADER,
     REASON_HEADER,
     SHARE_HEADER,
     count_rows,
     dropped_rows,
+    fewshot_rows,
     length_rows,
     mixture_rows,
     reason_rows,
@@ -123,6 +126,10 @@ def _page(report: CacheReport) -> str:
         parts.append(f"<details><summary>Rates and shares of {len(mixture.rates):,} tasks"
                      "</summary>" + html_table("shares", SHARE_HEADER,
                                                share_rows(mixture, report)) + "</details>")
+    if fewshot := fewshot_rows(report.tasks):
+        parts.append('<h2 id="fewshot">Few-shot variants</h2>'
+                     f'<p class="note">{esc(STATS_LEGEND)}.</p>')
+        parts.append(html_table("fewshot", FEWSHOT_HEADER, fewshot))
     parts.append('<h2 id="datasets">Datasets</h2>')
     for dataset, tasks in report.datasets().items():
         parts.append(f'<h3 id="dataset-{_anchor(dataset)}">{esc(dataset)}</h3>')

@@ -4,16 +4,19 @@ plots are in the HTML)."""
 from __future__ import annotations
 
 from p3data import __version__
+from p3data.fewshot.stats import STATS_LEGEND
 from p3data.report.collect import CacheReport
 from p3data.report.content import (
     COUNT_HEADER,
     DROPPED_HEADER,
+    FEWSHOT_HEADER,
     LENGTH_HEADER,
     MIXTURE_HEADER,
     REASON_HEADER,
     SHARE_HEADER,
     count_rows,
     dropped_rows,
+    fewshot_rows,
     length_rows,
     mixture_rows,
     reason_rows,
@@ -41,6 +44,9 @@ def render_markdown(report: CacheReport, html_name: str | None = None) -> str:
     for mixture in report.mixtures:
         lines += ["", f"### {mixture.name}", "",
                   markdown_table(SHARE_HEADER, share_rows(mixture, report))]
+    if fewshot := fewshot_rows(report.tasks):
+        lines += ["", "## Few-shot variants", "", markdown_table(FEWSHOT_HEADER, fewshot), "",
+                  STATS_LEGEND + "."]
     lines += ["", "## Tasks", "", markdown_table(COUNT_HEADER, count_rows(report.tasks)),
               "", f"## Token lengths (`{report.split}`)", "",
               markdown_table(LENGTH_HEADER, length_rows(report.tasks, report.lengths)), ""]
