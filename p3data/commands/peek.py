@@ -10,11 +10,11 @@ from p3data.errors import P3DataError
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data import t0
+    from p3data.fewshot import load_definitions
     from p3data.format.cache_folder import not_a_cache, task_folders
 
     root = cache_root(args.cache_dir)
-    t0.load_definitions().task(args.task)  # an unknown task name fails before any reading
+    load_definitions().task(args.task)  # an unknown task name fails before any reading
     if not task_folders(root):  # not advice to build a cache into someone's folder
         raise not_a_cache(root)
     folder = cached_task_folder(root, args.task, args.split)
