@@ -126,9 +126,11 @@ def test_import_p3data_tasks_survives_a_task_name_collision(tmp_path):
     catalog, templates, _ = _colliding_templates(tmp_path)
     env = {**os.environ, ENV_CATALOG: str(catalog), ENV_TEMPLATE_DIRS: str(templates)}
     result = subprocess.run(
-        [sys.executable, "-c", "import seqio, p3data.tasks; "
-         "print(len([n for n in seqio.TaskRegistry.names() if n.startswith('my_reviews')]))"],
+        [sys.executable, "-c", "import re, seqio, p3data.tasks; "
+         "names = [n for n in seqio.TaskRegistry.names() if n.startswith('my_reviews')]; "
+         "variants = [n for n in names if re.search(r'_[0-9]+shot$', n)]; "
+         "print(len(names) - len(variants), len(variants))"],
         env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.split() == ["2"]
+    assert result.stdout.split() == ["2", "8"]  # the kept template's task and twin, 4 variants each
     assert "is skipped: its task name 'my_reviews_v1_Is_it_good_'" in result.stderr
