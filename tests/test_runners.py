@@ -1,4 +1,5 @@
-"""The cache builder on Beam's runners: every runner writes the same bytes."""
+"""The cache builder on Beam's runners: every runner writes the same bytes, few-shot variants
+(their exemplar pools a stage of their own) included."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import hashlib
 import pytest
 from helpers.cache import run_cache, t0_only, tree
 
-TASKS = t0_only("super_glue_copa_exercise.*|anli_GPT_3_style_r2.*|super_glue_rte_GPT_3_style")
+T0_TASKS = t0_only("super_glue_copa_exercise.*|anli_GPT_3_style_r2.*|super_glue_rte_GPT_3_style")
+TASKS = f"{T0_TASKS}|super_glue_rte_GPT_3_style_3shot|super_glue_copa_exercise_score_eval_1shot"
 
 
 @pytest.fixture(scope="module")
