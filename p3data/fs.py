@@ -2,19 +2,25 @@
 `memory://`, `hf://`...
 
 Paths are strings, joined with `/`, and keep their protocol: a path read from a listing can
-be handed back to any function here. Files are written under a temporary name and renamed
-into place, so a reader (or a rerun after a crash) never sees a half-written file under its
-final name; temporary names are hidden (`.p3data-tmp-<uuid>-<name>`), so no seqio file
-pattern matches one, and a run sweeps those that dead runs left behind.
+be handed back to any function here. A reader (or a rerun after a crash) never sees a
+half-written file under its final name. On a filesystem with folders, files are written under
+a temporary name and renamed into place; temporary names are hidden (`.p3data-tmp-<uuid>-
+<name>`), so no seqio file pattern matches one, and a run sweeps those that dead runs left
+behind. On an object store (gs://) an upload is already atomic (the object appears whole when
+it completes, or not at all) while a rename is a copy and a delete, so files are uploaded
+under their final name, in one request when they are small; there are no folders to make, and
+reads, listings and deletes are as few requests as the store allows (see
+docs/object_storage.md).
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import posixpath
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import BinaryIO
 
 import fsspec
@@ -23,6 +29,10 @@ from fsspec import AbstractFileSystem
 from p3data.errors import P3DataError
 
 TEMP_PREFIX = ".p3data-tmp-"
+# Object stores whose uploads are atomic and whose renames are copies (gcsfs's protocols).
+OBJECT_STORES = ("gs", "gcs")
+# An object up to this size is read, or uploaded, in one request; a larger one is streamed.
+WHOLE_OBJECT = 16 << 20
 # A temporary's whole name: the prefix, 32 hex digits of a uuid4, then the final name.
 TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"[0-9a-f]{32}-(?P<final>.+)")
 
@@ -34,9 +44,38 @@ class FileSystemError(P3DataError):
 def resolve(path: str) -> tuple[AbstractFileSystem, str]:
     """The filesystem of `path`, and the path as that filesystem spells it."""
     try:
+        if fsspec.core.split_protocol(path)[0] in OBJECT_STORES:
+            filesystem = _gcs()
+            return filesystem, filesystem._strip_protocol(path)
         return fsspec.core.url_to_fs(path)
     except (ImportError, ValueError) as err:
         raise FileSystemError(f"{path}: cannot use this filesystem ({err})") from None
+
+
+def _gcs() -> AbstractFileSystem:
+    """gcsfs's filesystem of GCS's JSON API (one instance a process, as fsspec caches them).
+
+    Not gcsfs's default class, whose experimental zonal/hierarchical-bucket layer asks GCS's
+    storage-control API for every bucket's type before opening or moving an object, and, when
+    it cannot tell (no credentials, an emulator), asks again at every operation and logs a
+    warning each time: p3data needs neither appendable objects nor folder renames. Listings
+    are not cached: other processes (a job's workers) write the same folders.
+    """
+    from gcsfs.core import GCSFileSystem
+
+    return GCSFileSystem(use_listings_cache=False)
+
+
+def on_object_store(path: str) -> bool:
+    """Whether `path` is on an object store (see `is_object_store`)."""
+    return fsspec.core.split_protocol(path)[0] in OBJECT_STORES
+
+
+def is_object_store(filesystem: AbstractFileSystem) -> bool:
+    """Whether uploads are atomic and there are no folders (renames are copies)."""
+    protocols = filesystem.protocol
+    return any(p in OBJECT_STORES for p in ((protocols,) if isinstance(protocols, str)
+                                             else protocols))
 
 
 def _full(filesystem: AbstractFileSystem, path: str, like: str) -> str:
@@ -78,14 +117,28 @@ def is_dir(path: str) -> bool:
 
 
 def makedirs(path: str) -> None:
+    """Make a folder and its parents; nothing on an object store, which has none (nor would
+    gcsfs's make a missing bucket: a run writing into one fails on its first object)."""
     filesystem, local = resolve(path)
-    filesystem.makedirs(local, exist_ok=True)
+    if not is_object_store(filesystem):
+        filesystem.makedirs(local, exist_ok=True)
 
 
 @contextlib.contextmanager
 def atomic_writer(path: str) -> Iterator[BinaryIO]:
-    """Write to a hidden temporary sibling, then rename onto `path` once writing succeeded."""
+    """A file that appears under `path` whole once the block ends, or not at all if it
+    raises: a hidden temporary sibling renamed onto `path`, or on an object store an upload
+    under `path` itself, completed at the end (a process killed before leaves nothing)."""
     filesystem, local = resolve(path)
+    if is_object_store(filesystem):
+        upload = _Upload(filesystem, local)
+        try:
+            yield upload
+        except BaseException:
+            upload.discard()
+            raise
+        upload.complete()
+        return
     parent, name = posixpath.split(local)
     filesystem.makedirs(parent, exist_ok=True)
     temporary = posixpath.join(parent, temporary_name(name))
@@ -101,6 +154,33 @@ def atomic_writer(path: str) -> Iterator[BinaryIO]:
     filesystem.mv(temporary, local)
 
 
+@contextlib.contextmanager
+def atomic_writers(paths: Iterable[str]) -> Iterator[dict[str, BinaryIO]]:
+    """`atomic_writer` for several files, by path: each appears whole once the block ends,
+    none of them if it raises; on an object store the small ones in one round of concurrent
+    uploads."""
+    paths = list(paths)
+    if not paths or not all(on_object_store(path) for path in paths):
+        with contextlib.ExitStack() as stack:
+            yield {path: stack.enter_context(atomic_writer(path)) for path in paths}
+        return
+    filesystem = resolve(paths[0])[0]
+    uploads = {path: _Upload(filesystem, resolve(path)[1]) for path in paths}
+    try:
+        yield uploads
+    except BaseException:
+        for upload in uploads.values():
+            upload.discard()
+        raise
+    small = {upload.path: upload.buffer.getvalue() for upload in uploads.values()
+             if upload.stream is None}
+    for upload in uploads.values():
+        if upload.stream is not None:
+            upload.complete()
+    if small:
+        filesystem.pipe(small)
+
+
 def temporary_name(name: str) -> str:
     """A fresh temporary name for a file to be renamed to `name` once written."""
     return f"{TEMP_PREFIX}{uuid.uuid4().hex}-{name}"
@@ -111,15 +191,73 @@ def is_temporary(name: str) -> bool:
     return TEMP_NAME.fullmatch(name) is not None
 
 
+class _Upload(io.RawIOBase):
+    """An object written in one upload request when it stays small (up to WHOLE_OBJECT
+    bytes), else streamed as a resumable upload; either way it exists only once complete."""
+
+    def __init__(self, filesystem: AbstractFileSystem, path: str):
+        super().__init__()
+        self.filesystem, self.path = filesystem, path
+        self.buffer: io.BytesIO | None = io.BytesIO()
+        self.stream: BinaryIO | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        if self.stream is not None:
+            return self.stream.write(data)
+        written = self.buffer.write(data)
+        if self.buffer.tell() > WHOLE_OBJECT:  # too large for one request: stream the rest
+            self.stream = self.filesystem.open(self.path, "wb", block_size=WHOLE_OBJECT)
+            self.stream.write(self.buffer.getbuffer())
+            self.buffer = None
+        return written
+
+    def complete(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+        else:
+            self.filesystem.pipe_file(self.path, self.buffer.getvalue())
+        self.buffer = self.stream = None
+
+    def discard(self) -> None:
+        """Cancel the upload: nothing appears under the path."""
+        if self.stream is not None:
+            self.stream.discard()
+            self.stream.closed = True  # so that collecting it never completes it
+        self.buffer = self.stream = None
+
+
 def write_bytes(path: str, data: bytes) -> None:
+    filesystem, local = resolve(path)
+    if is_object_store(filesystem):
+        filesystem.pipe_file(local, data)  # one request, atomic
+        return
     with atomic_writer(path) as handle:
         handle.write(data)
 
 
+def write_files(files: Mapping[str, bytes]) -> None:
+    """`write_bytes` for several files, in no set order (on an object store concurrently:
+    one round trip); write files one call at a time where the order matters."""
+    if files and all(on_object_store(path) for path in files):
+        filesystem = resolve(next(iter(files)))[0]
+        filesystem.pipe({resolve(path)[1]: data for path, data in files.items()})
+        return
+    for path, data in files.items():
+        write_bytes(path, data)
+
+
 def create_exclusive(path: str, data: bytes) -> None:
     """Create `path` holding `data` only if it does not exist (`FileExistsError` otherwise):
-    an atomic create on local disk, gs:// (a generation precondition), s3:// and memory://."""
+    an atomic create on local disk, memory:// and s3://, and on gs:// one upload request
+    with the precondition `ifGenerationMatch=0`, which GCS answers with 412 if the object
+    exists (gcsfs raises `FileExistsError`)."""
     filesystem, local = resolve(path)
+    if is_object_store(filesystem):
+        filesystem.pipe_file(local, data, mode="create")
+        return
     with filesystem.open(local, "xb") as handle:
         handle.write(data)
 
@@ -130,8 +268,20 @@ def read_bytes(path: str) -> bytes:
 
 
 def open_read(path: str) -> BinaryIO:
+    """A file to read; on an object store one request reads an object of up to WHOLE_OBJECT
+    bytes whole (a larger one is then read in blocks of that size)."""
     filesystem, local = resolve(path)
-    return filesystem.open(local, "rb")
+    if not is_object_store(filesystem):
+        return filesystem.open(local, "rb")
+    try:
+        head = filesystem.cat_file(local, start=0, end=WHOLE_OBJECT)
+    except OSError as err:
+        if getattr(err, "code", None) != 416:  # a range of an empty object is unsatisfiable
+            raise
+        head = b""
+    if len(head) < WHOLE_OBJECT:
+        return io.BytesIO(head)
+    return filesystem.open(local, "rb", block_size=WHOLE_OBJECT)
 
 
 def size(path: str) -> int:
@@ -173,17 +323,39 @@ def walk_files(root: str) -> list[str]:
     return sorted(_full(filesystem, p, root) for p in filesystem.find(local))
 
 
+def files_by_folder(root: str) -> dict[str, list[str]]:
+    """The names of the files under `root`, at any depth, by the folder holding them (as
+    `parent_of` spells it): one listing of the whole tree (pages of 1,000 objects on GCS)
+    instead of one per folder."""
+    folders: dict[str, list[str]] = {}
+    for path in walk_files(root):
+        folders.setdefault(parent_of(path), []).append(name_of(path))
+    return folders
+
+
 def delete(paths: list[str]) -> None:
-    """Delete files (those already gone, or under a file, are fine)."""
-    for path in paths:
-        filesystem, local = resolve(path)
+    """Delete files (those already gone, or under a file, are fine); on an object store those
+    of one call together, in no set order (batch requests on GCS): delete files one call at a
+    time where the order matters."""
+    resolved = [resolve(path) for path in paths]
+    if resolved and all(is_object_store(filesystem) for filesystem, _ in resolved):
+        with contextlib.suppress(FileNotFoundError):
+            resolved[0][0].rm([local for _, local in resolved])
+        return
+    for filesystem, local in resolved:
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             filesystem.rm(local)
 
 
 def delete_tree(path: str) -> None:
+    """Delete a folder and everything under it, if it exists (on an object store: one
+    listing, then the objects)."""
     filesystem, local = resolve(path)
-    if filesystem.exists(local):
+    if is_object_store(filesystem):  # no folder objects to delete, nor to check first
+        if objects := filesystem.find(local):
+            with contextlib.suppress(FileNotFoundError):
+                filesystem.rm(objects)
+    elif filesystem.exists(local):
         filesystem.rm(local, recursive=True)
 
 
