@@ -116,7 +116,8 @@ class CompleteTask(_TasksDoFn):
     def process(self, element: tuple[str, Iterable[SplitSummary]]) -> Iterator[str]:
         task, summaries = element
         status = finalize_task(self.config, self.tasks[task], list(summaries))
-        write_record(self.config.workdir.task_status(task), status)
+        if status.failed:  # a task completed says so itself: COMPLETED
+            write_record(self.config.workdir.task_status(task), status)
         yield task
 
 

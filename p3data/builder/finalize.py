@@ -17,7 +17,6 @@ manifest written last lists the splits the run kept as they were too.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 from collections.abc import Iterator
@@ -154,12 +153,12 @@ def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> None:
     of where each shard's records are and their lengths (or of the shards written)."""
     work_dir = config.workdir
     path = work_dir.part(job.task, job.split, job.index, ".tfrecord")
-    if _copied_whole(info, job.shards):  # the part is the shard's records as they are
-        offsets = scan_offsets(path, fs.size(path))
-        dealt = DealtPart([0, int(offsets[-1])], [(np.diff(offsets) - FRAMING).tolist()])
-    elif info.shard_counts[job.split] == 1:
+    if info.shard_counts[job.split] == 1:
         dealt = DealtPart([], [], _deal_into_shards(path, task_folder(config, job.task),
                                                     score_eval=info.spec.score_eval, job=job))
+    elif _copied_whole(info, job.shards):  # the part is the shard's records as they are
+        offsets = scan_offsets(path, fs.size(path))
+        dealt = DealtPart([0, int(offsets[-1])], [(np.diff(offsets) - FRAMING).tolist()])
     else:
         dealt = _deal(path, work_dir.dealt(job.task, job.split, job.index, ".tfrecord"),
                       score_eval=info.spec.score_eval, job=job)
@@ -198,9 +197,8 @@ def _deal_into_shards(path: str, folder: str, *, score_eval: bool,
     lengths: list[list[int]] = [[] for _ in names]
     for low in range(0, job.shards, OPEN_SHARDS):
         group = range(low, min(low + OPEN_SHARDS, job.shards))
-        with contextlib.ExitStack() as stack:
-            shards = {shard: stack.enter_context(fs.atomic_writer(fs.join(folder, names[shard])))
-                      for shard in group}
+        with fs.atomic_writers(fs.join(folder, names[shard]) for shard in group) as writers:
+            shards = {shard: writers[fs.join(folder, names[shard])] for shard in group}
             position = job.first  # of the next record in the split
             with fs.open_read(path) as part:
                 for block in batched(_final_records(part, path, score_eval, job.offset),
@@ -213,17 +211,17 @@ def _deal_into_shards(path: str, folder: str, *, score_eval: bool,
                         lengths[shard] += [len(record) - FRAMING for record in records]
                     position += len(block)
     written = {name: digest.hexdigest() for name, digest in zip(names, digests, strict=True)}
-    written.update(_write_index(folder, name, shard_lengths)
-                   for name, shard_lengths in zip(names, lengths, strict=True))
+    written.update(_write_indexes(folder, dict(zip(names, lengths, strict=True))))
     return written
 
 
-def _write_index(folder: str, shard_name: str, lengths: list[int]) -> tuple[str, str]:
-    """A shard's record index, from its records' payload lengths: (its name, its sha256)."""
-    index = index_bytes(offsets_from_lengths(np.array(lengths, np.uint64)))
-    name = index_for(shard_name)
-    fs.write_bytes(fs.join(folder, name), index)
-    return name, hashlib.sha256(index).hexdigest()
+def _write_indexes(folder: str, lengths: dict[str, list[int]]) -> dict[str, str]:
+    """Shards' record indexes, from their records' payload lengths (`lengths`: by shard
+    name): their names and sha256s."""
+    indexes = {index_for(name): index_bytes(offsets_from_lengths(np.array(shard, np.uint64)))
+               for name, shard in lengths.items()}
+    fs.write_files({fs.join(folder, name): index for name, index in indexes.items()})
+    return {name: hashlib.sha256(index).hexdigest() for name, index in indexes.items()}
 
 
 def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str, str]:
@@ -255,8 +253,7 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
             if start != end:
                 raise RuntimeError(f"{path}: ends at byte {start}, its record says {end}")
             lengths += dealt.lengths[job.index]
-    return dict([(name, digest.hexdigest()),
-                 _write_index(folder, name, lengths)])
+    return {name: digest.hexdigest(), **_write_indexes(folder, {name: lengths})}
 
 
 def _copied_whole(info: TaskInfo, shards: int) -> bool:
@@ -280,13 +277,14 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     info_text = layout.info_json(info_features(info) if record.stats["examples"] else {},
                                  record.num_shards, version)
     files = dict(sorted(shards.items()))
-    for name, text in ((layout.info_name(split), info_text),
-                       (layout.stats_name(split), layout.stats_json(record.stats))):
-        fs.write_bytes(fs.join(folder, name), text.encode())
-        files[name] = hashlib.sha256(text.encode()).hexdigest()
+    texts = {layout.info_name(split): info_text.encode(),
+             layout.stats_name(split): layout.stats_json(record.stats).encode()}
+    fs.write_files({fs.join(folder, name): text for name, text in texts.items()})
+    files.update((name, hashlib.sha256(text).hexdigest()) for name, text in texts.items())
     summary = SplitSummary(split, info.fingerprint, replace(record, files=files))
     work.write_record(config.workdir.split_summary(task, split), summary)
-    fs.delete_tree(config.workdir.dealt_parts(task, split))
+    if not fs.on_object_store(folder):  # frees disk early; on a store the task's end does
+        fs.delete_tree(config.workdir.dealt_parts(task, split))
     return summary
 
 

@@ -3,6 +3,9 @@ cut into source shards (the units workers process), and what is already done.
 
 Planning runs on the driver. It lists shards (so it touches the data's metadata, not its
 rows) and fingerprints everything the output depends on, so reruns reuse only matching work.
+It lists the output folder once, whole (`fs.files_by_folder`): what every task folder holds,
+and which work records an earlier run left, so that nothing later asks the store file by file
+whether a record exists (on an object store each such question is a request).
 A task's folder is planned split by split: splits not asked for, and splits the same settings
 built from the same rows, are kept as they are. Before any worker writes, `withdraw` removes
 `COMPLETED`, then the manifest, then every file the build will not reuse, so a crash at any
@@ -71,6 +74,7 @@ class WorkUnit:
     shard: Shard
     index: int
     count: int
+    earlier_parts: bool = True  # an earlier run left part records of it (False: none to read)
 
     @property
     def name(self) -> str:
@@ -134,6 +138,8 @@ class TaskInfo:
     shard_counts: dict[str, int]  # task split -> source shards (= parts)
     sources: dict[str, dict]  # task split -> identity of its rows, for every split listed
     kept: dict[str, SplitRecord] = field(default_factory=dict)  # split -> its record as kept
+    present: tuple[str, ...] = ()  # the files its folder held when planned
+    summaries: tuple[str, ...] = ()  # splits an earlier run of it left a summary of
 
 
 @dataclass
@@ -201,14 +207,16 @@ def _earlier_build(config: CacheConfig, spec: t0.TaskSpec, folder: str) -> Manif
 
 
 def plan_task(config: CacheConfig, spec: t0.TaskSpec, sources: dict[str, dict],
-              shard_counts: dict[str, int]) -> TaskInfo | str | None:
+              shard_counts: dict[str, int], *, listing: dict[str, list[str]] | None = None
+              ) -> TaskInfo | str | None:
     """What a run asked to build these splits of a task (`sources`: the identity of each one's
     rows) does with its folder: None when it holds this very build; else the splits to build
     and those to keep as they are: every split not asked for, and those asked for that the
     same settings built from the same rows. A split not asked for that cannot be kept (built
-    with other settings, or not recorded) is never removed: the task fails, saying why."""
+    with other settings, or not recorded) is never removed: the task fails, saying why.
+    `listing`: the output folder's files by folder (`fs.files_by_folder`), if listed."""
     folder = task_folder(config, spec.name)
-    names = fs.files_in(folder)
+    names = fs.files_in(folder) if listing is None else listing.get(folder, [])
     earlier = _earlier_build(config, spec, folder) if layout.MANIFEST in names else None
     recorded = earlier.sources if earlier else {}
     keepable = {split: record for split, record in (earlier.splits if earlier else {}).items()
@@ -228,7 +236,10 @@ def plan_task(config: CacheConfig, spec: t0.TaskSpec, sources: dict[str, dict],
     if is_complete(names) and earlier and earlier.fingerprint == fingerprint:
         return None
     build = tuple(split for split in sources if split not in kept)
-    return TaskInfo(spec, fingerprint, build, {s: shard_counts[s] for s in build}, every, kept)
+    summaries = tuple(split for split in build if listing is None or _listed(
+        config.workdir.split_summary(spec.name, split), listing))
+    return TaskInfo(spec, fingerprint, build, {s: shard_counts[s] for s in build}, every, kept,
+                    tuple(sorted(names)), summaries)
 
 
 def task_folder(config: CacheConfig, task: str) -> str:
@@ -236,14 +247,14 @@ def task_folder(config: CacheConfig, task: str) -> str:
 
 
 def reusable_record(config: CacheConfig, info: TaskInfo, split: str) -> SplitRecord | None:
-    """A split an earlier run of this build assembled, with its files still in place."""
+    """A split an earlier run of this build assembled, with its files still in place when
+    the run was planned (withdrawing keeps them)."""
+    if split not in info.summaries:
+        return None
     summary = read_record(config.workdir.split_summary(info.spec.name, split), SplitSummary)
     if summary is None or summary.record is None or summary.fingerprint != info.fingerprint:
         return None
-    folder = task_folder(config, info.spec.name)
-    if not all(fs.exists(fs.join(folder, name)) for name in summary.record.files):
-        return None
-    return summary.record
+    return summary.record if set(summary.record.files) <= set(info.present) else None
 
 
 def withdraw(config: CacheConfig, info: TaskInfo) -> None:
@@ -252,7 +263,7 @@ def withdraw(config: CacheConfig, info: TaskInfo) -> None:
     kept split nor a reusable split of this build lists (old shards, other shard counts,
     strays)."""
     folder = task_folder(config, info.spec.name)
-    present = fs.files_in(folder)
+    present = info.present
     if not present:
         return
     keep = {name for record in info.kept.values() for name in record.files}
@@ -283,6 +294,7 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
     plan.skipped = [spec.name for spec in specs if not wanted[spec.name]]
     specs = [spec for spec in specs if wanted[spec.name]]
     readers = t0.group_by_source_split(specs, splits)
+    listing = fs.files_by_folder(config.output_dir)
     listed: dict[tuple[DatasetKey, str], tuple[list[Shard], dict]] = {}
     for (key, source_split), users in readers.items():
         try:
@@ -306,7 +318,7 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
             continue
         reads = {s: (spec.entry.key, spec.split_mapping[s]) for s in wanted[spec.name]}
         info = plan_task(config, spec, {s: listed[k][1] for s, k in reads.items()},
-                         {s: len(listed[k][0]) for s, k in reads.items()})
+                         {s: len(listed[k][0]) for s, k in reads.items()}, listing=listing)
         if info is None:
             plan.done.append(spec.name)
         elif isinstance(info, str):
@@ -322,12 +334,24 @@ def build_plan(config: CacheConfig, specs: Sequence[t0.TaskSpec],
         if outputs:
             job = SplitJob(users[0][0].entry, source_split, outputs)
             shards = listed[(key, source_split)][0]
-            plan.units += [WorkUnit(job, shard, i, len(shards)) for i, shard in enumerate(shards)]
-    plan.resumed = {unit.name for unit in plan.units if _unit_done(config, unit)}
+            plan.units += [WorkUnit(job, shard, i, len(shards), _earlier_parts(
+                config, job, i, listing)) for i, shard in enumerate(shards)]
+    plan.resumed = {unit.name for unit in plan.units if _unit_done(config, unit, listing)}
     return plan
 
 
-def _unit_done(config: CacheConfig, unit: WorkUnit) -> bool:
+def _listed(path: str, listing: dict[str, list[str]]) -> bool:
+    return fs.name_of(path) in listing.get(fs.parent_of(path), ())
+
+
+def _earlier_parts(config: CacheConfig, job: SplitJob, index: int,
+                   listing: dict[str, list[str]]) -> bool:
+    return any(_listed(config.workdir.part(out.task, out.split, index, ".json"), listing)
+               for out in job.outputs)
+
+
+def _unit_done(config: CacheConfig, unit: WorkUnit, listing: dict[str, list[str]]) -> bool:
     """An earlier run finished this very unit (its marker carries the same key)."""
-    marker = read_record(config.workdir.unit_marker(unit.name), UnitMarker)
+    path = config.workdir.unit_marker(unit.name)
+    marker = read_record(path, UnitMarker) if _listed(path, listing) else None
     return marker is not None and marker.key == unit.key

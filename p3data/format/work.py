@@ -11,7 +11,8 @@ typed records. The stages write these and the driver reads them; nothing else do
                                     are in it, and their lengths (written after the records)
     <task>/<split>.summary.json     SplitSummary: stage 2's result for a task split
     assembled/<task>/<split>.json   stage 2 has handled a task split (progress)
-    status/<task>.json              TaskStatus: the last stage's verdict on a task
+    status/<task>.json              TaskStatus: why the last stage could not complete a task
+                                    (a task it completed has COMPLETED in its folder instead)
 
 A plain task's part holds its final TFRecords, copied as they are into the output shards. A
 `_score_eval` twin's records are its examples without the `idx` feature, prefixed by the
@@ -77,6 +78,10 @@ class WorkDir:
 
     def task_status(self, task: str) -> str:
         return fs.join(self.root, "status", task + ".json")
+
+    @property
+    def task_statuses(self) -> str:
+        return fs.join(self.root, "status", "*.json")
 
     def task(self, task: str) -> str:
         """Everything stage 1 and 2 keep for one task (removed once it is complete)."""
@@ -149,7 +154,16 @@ class TaskStatus:
 
 
 def write_record(path: str, record: object) -> None:
-    fs.write_bytes(path, json.dumps(msgspec.to_builtins(record), sort_keys=True).encode())
+    fs.write_bytes(path, _record_bytes(record))
+
+
+def write_records(records: dict[str, object]) -> None:
+    """Several records by path, in no set order (on an object store, concurrently)."""
+    fs.write_files({path: _record_bytes(record) for path, record in records.items()})
+
+
+def _record_bytes(record: object) -> bytes:
+    return json.dumps(msgspec.to_builtins(record), sort_keys=True).encode()
 
 
 def read_record(path: str, kind: type[Record]) -> Record | None:
