@@ -8,16 +8,14 @@ a temporary name and renamed into place; temporary names are hidden (`.p3data-tm
 <name>`), so no seqio file pattern matches one, and a run sweeps those that dead runs left
 behind. On an object store (gs://) an upload is already atomic (the object appears whole when
 it completes, or not at all) while a rename is a copy and a delete, so files are uploaded
-under their final name, in one request when they are small; there are no folders to make, and
-reads, listings and deletes are as few requests as the store allows (see
-docs/object_storage.md).
+under their final name, in one request when they are small; there are no folders to make,
+reads, listings and deletes are as few requests as the store allows, and the store's refusals
+are one line naming the object (`p3data.object_store`, docs/object_storage.md).
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
-import logging
 import posixpath
 import re
 import uuid
@@ -28,12 +26,16 @@ import fsspec
 from fsspec import AbstractFileSystem
 
 from p3data.errors import P3DataError
+from p3data.object_store import (
+    Upload,
+    gcs_filesystem,
+    is_object_store,
+    on_object_store,
+    read_object,
+    refusals,
+)
 
 TEMP_PREFIX = ".p3data-tmp-"
-# Object stores whose uploads are atomic and whose renames are copies (gcsfs's protocols).
-OBJECT_STORES = ("gs", "gcs")
-# An object up to this size is read, or uploaded, in one request; a larger one is streamed.
-WHOLE_OBJECT = 16 << 20
 # A temporary's whole name: the prefix, 32 hex digits of a uuid4, then the final name.
 TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"[0-9a-f]{32}-(?P<final>.+)")
 
@@ -45,46 +47,12 @@ class FileSystemError(P3DataError):
 def resolve(path: str) -> tuple[AbstractFileSystem, str]:
     """The filesystem of `path`, and the path as that filesystem spells it."""
     try:
-        if fsspec.core.split_protocol(path)[0] in OBJECT_STORES:
-            filesystem = _gcs()
+        if on_object_store(path):
+            filesystem = gcs_filesystem()
             return filesystem, filesystem._strip_protocol(path)
         return fsspec.core.url_to_fs(path)
     except (ImportError, ValueError) as err:
         raise FileSystemError(f"{path}: cannot use this filesystem ({err})") from None
-
-
-def _gcs() -> AbstractFileSystem:
-    """gcsfs's filesystem of GCS's JSON API (one instance a process, as fsspec caches them).
-
-    Not gcsfs's default class, whose experimental zonal/hierarchical-bucket layer asks GCS's
-    storage-control API for every bucket's type before opening or moving an object, and, when
-    it cannot tell (no credentials, an emulator), asks again at every operation and logs a
-    warning each time: p3data needs neither appendable objects nor folder renames. Listings
-    are not cached: other processes (a job's workers) write the same folders.
-    """
-    from gcsfs.core import GCSFileSystem
-
-    logging.getLogger("gcsfs").addFilter(_unsatisfiable_range)
-    return GCSFileSystem(use_listings_cache=False)
-
-
-def _unsatisfiable_range(record: logging.LogRecord) -> bool:
-    """gcsfs logs every error response it raises; a 416 is `open_read`'s first ranged read of
-    an empty object, which `open_read` catches as the empty object it is (not an error)."""
-    error = record.exc_info[1] if record.exc_info else None
-    return getattr(error, "code", None) != 416
-
-
-def on_object_store(path: str) -> bool:
-    """Whether `path` is on an object store (see `is_object_store`)."""
-    return fsspec.core.split_protocol(path)[0] in OBJECT_STORES
-
-
-def is_object_store(filesystem: AbstractFileSystem) -> bool:
-    """Whether uploads are atomic and there are no folders (renames are copies)."""
-    protocols = filesystem.protocol
-    return any(p in OBJECT_STORES for p in ((protocols,) if isinstance(protocols, str)
-                                             else protocols))
 
 
 def _full(filesystem: AbstractFileSystem, path: str, like: str) -> str:
@@ -117,12 +85,20 @@ def parent_of(path: str) -> str:
 
 def exists(path: str) -> bool:
     filesystem, local = resolve(path)
-    return filesystem.exists(local)
+    with _refusals(filesystem, path, "read"):
+        return filesystem.exists(local)
 
 
 def is_dir(path: str) -> bool:
     filesystem, local = resolve(path)
-    return filesystem.isdir(local)
+    with _refusals(filesystem, path, "read"):
+        return filesystem.isdir(local)
+
+
+def _refusals(filesystem: AbstractFileSystem, path: str, doing: str):
+    """An object store's refusals as one line naming `path` (`object_store.refusals`);
+    other filesystems' errors as they are."""
+    return refusals(path, doing) if is_object_store(filesystem) else contextlib.nullcontext()
 
 
 def makedirs(path: str) -> None:
@@ -140,13 +116,14 @@ def atomic_writer(path: str) -> Iterator[BinaryIO]:
     under `path` itself, completed at the end (a process killed before leaves nothing)."""
     filesystem, local = resolve(path)
     if is_object_store(filesystem):
-        upload = _Upload(filesystem, local)
+        upload = Upload(filesystem, local)
         try:
             yield upload
         except BaseException:
             upload.discard()
             raise
-        upload.complete()
+        with refusals(path, "write"):
+            upload.complete()
         return
     parent, name = posixpath.split(local)
     filesystem.makedirs(parent, exist_ok=True)
@@ -174,20 +151,19 @@ def atomic_writers(paths: Iterable[str]) -> Iterator[dict[str, BinaryIO]]:
             yield {path: stack.enter_context(atomic_writer(path)) for path in paths}
         return
     filesystem = resolve(paths[0])[0]
-    uploads = {path: _Upload(filesystem, resolve(path)[1]) for path in paths}
+    uploads = {path: Upload(filesystem, resolve(path)[1]) for path in paths}
     try:
         yield uploads
     except BaseException:
         for upload in uploads.values():
             upload.discard()
         raise
-    small = {upload.path: upload.buffer.getvalue() for upload in uploads.values()
-             if upload.stream is None}
-    for upload in uploads.values():
-        if upload.stream is not None:
-            upload.complete()
-    if small:
-        filesystem.pipe(small)
+    small = {path: upload.small for path, upload in uploads.items() if upload.small is not None}
+    for path, upload in uploads.items():
+        if path not in small:
+            with refusals(path, "write"):
+                upload.complete()
+    write_files(small)
 
 
 def temporary_name(name: str) -> str:
@@ -200,48 +176,11 @@ def is_temporary(name: str) -> bool:
     return TEMP_NAME.fullmatch(name) is not None
 
 
-class _Upload(io.RawIOBase):
-    """An object written in one upload request when it stays small (up to WHOLE_OBJECT
-    bytes), else streamed as a resumable upload; either way it exists only once complete."""
-
-    def __init__(self, filesystem: AbstractFileSystem, path: str):
-        super().__init__()
-        self.filesystem, self.path = filesystem, path
-        self.buffer: io.BytesIO | None = io.BytesIO()
-        self.stream: BinaryIO | None = None
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:
-        if self.stream is not None:
-            return self.stream.write(data)
-        written = self.buffer.write(data)
-        if self.buffer.tell() > WHOLE_OBJECT:  # too large for one request: stream the rest
-            self.stream = self.filesystem.open(self.path, "wb", block_size=WHOLE_OBJECT)
-            self.stream.write(self.buffer.getbuffer())
-            self.buffer = None
-        return written
-
-    def complete(self) -> None:
-        if self.stream is not None:
-            self.stream.close()
-        else:
-            self.filesystem.pipe_file(self.path, self.buffer.getvalue())
-        self.buffer = self.stream = None
-
-    def discard(self) -> None:
-        """Cancel the upload: nothing appears under the path."""
-        if self.stream is not None:
-            self.stream.discard()
-            self.stream.closed = True  # so that collecting it never completes it
-        self.buffer = self.stream = None
-
-
 def write_bytes(path: str, data: bytes) -> None:
     filesystem, local = resolve(path)
     if is_object_store(filesystem):
-        filesystem.pipe_file(local, data)  # one request, atomic
+        with refusals(path, "write"):
+            filesystem.pipe_file(local, data)  # one request, atomic
         return
     with atomic_writer(path) as handle:
         handle.write(data)
@@ -250,10 +189,13 @@ def write_bytes(path: str, data: bytes) -> None:
 def write_files(files: Mapping[str, bytes]) -> None:
     """`write_bytes` for several files, in no set order (on an object store concurrently:
     one round trip); write files one call at a time where the order matters."""
-    if files and all(on_object_store(path) for path in files):
+    if len(files) > 1 and all(on_object_store(path) for path in files):
         filesystem = resolve(next(iter(files)))[0]
-        filesystem.pipe({resolve(path)[1]: data for path, data in files.items()})
-        return
+        try:
+            filesystem.pipe({resolve(path)[1]: data for path, data in files.items()})
+            return
+        except Exception:  # noqa: BLE001 - one at a time, the refused one names itself
+            pass
     for path, data in files.items():
         write_bytes(path, data)
 
@@ -265,7 +207,8 @@ def create_exclusive(path: str, data: bytes) -> None:
     exists (gcsfs raises `FileExistsError`)."""
     filesystem, local = resolve(path)
     if is_object_store(filesystem):
-        filesystem.pipe_file(local, data, mode="create")
+        with refusals(path, "write"):
+            filesystem.pipe_file(local, data, mode="create")
         return
     with filesystem.open(local, "xb") as handle:
         handle.write(data)
@@ -273,35 +216,31 @@ def create_exclusive(path: str, data: bytes) -> None:
 
 def read_bytes(path: str) -> bytes:
     filesystem, local = resolve(path)
-    return filesystem.cat_file(local)
+    with _refusals(filesystem, path, "read"):
+        return filesystem.cat_file(local)
 
 
 def open_read(path: str) -> BinaryIO:
-    """A file to read; on an object store one request reads an object of up to WHOLE_OBJECT
-    bytes whole (a larger one is then read in blocks of that size)."""
+    """A file to read; on an object store one request reads a small object whole
+    (`object_store.read_object`)."""
     filesystem, local = resolve(path)
     if not is_object_store(filesystem):
         return filesystem.open(local, "rb")
-    try:
-        head = filesystem.cat_file(local, start=0, end=WHOLE_OBJECT)
-    except Exception as err:  # gcsfs's HttpError is no OSError
-        if getattr(err, "code", None) != 416:  # a range of an empty object is unsatisfiable
-            raise
-        head = b""
-    if len(head) < WHOLE_OBJECT:
-        return io.BytesIO(head)
-    return filesystem.open(local, "rb", block_size=WHOLE_OBJECT)
+    with refusals(path, "read"):
+        return read_object(filesystem, local)
 
 
 def size(path: str) -> int:
     filesystem, local = resolve(path)
-    return filesystem.size(local)
+    with _refusals(filesystem, path, "read"):
+        return filesystem.size(local)
 
 
 def glob(pattern: str) -> list[str]:
     """Files matching a glob pattern (`*` matches hidden names too; `**` recurses), sorted."""
     filesystem, local = resolve(pattern)
-    found = filesystem.glob(local, detail=True)
+    with _refusals(filesystem, pattern, "list"):
+        found = filesystem.glob(local, detail=True)
     return sorted(_full(filesystem, p, pattern) for p, info in found.items()
                   if info["type"] == "file")
 
@@ -311,7 +250,8 @@ def files_in(folder: str) -> list[str]:
     a folder."""
     filesystem, local = resolve(folder)
     try:
-        entries = filesystem.ls(local, detail=True)
+        with _refusals(filesystem, folder, "list"):
+            entries = filesystem.ls(local, detail=True)
     except (FileNotFoundError, NotADirectoryError):
         return []
     return sorted(name_of(entry["name"]) for entry in entries if entry["type"] == "file")
@@ -321,7 +261,8 @@ def names_in(folder: str) -> list[str]:
     """Names of the files and folders directly inside `folder`; none if it is not a folder."""
     filesystem, local = resolve(folder)
     try:
-        return sorted(name_of(entry) for entry in filesystem.ls(local, detail=False))
+        with _refusals(filesystem, folder, "list"):
+            return sorted(name_of(entry) for entry in filesystem.ls(local, detail=False))
     except (FileNotFoundError, NotADirectoryError):
         return []
 
@@ -329,7 +270,8 @@ def names_in(folder: str) -> list[str]:
 def walk_files(root: str) -> list[str]:
     """Every file under `root`, at any depth, as full paths, sorted."""
     filesystem, local = resolve(root)
-    return sorted(_full(filesystem, p, root) for p in filesystem.find(local))
+    with _refusals(filesystem, root, "list"):
+        return sorted(_full(filesystem, p, root) for p in filesystem.find(local))
 
 
 def files_by_folder(root: str) -> dict[str, list[str]]:
@@ -348,7 +290,7 @@ def delete(paths: list[str]) -> None:
     time where the order matters."""
     resolved = [resolve(path) for path in paths]
     if resolved and all(is_object_store(filesystem) for filesystem, _ in resolved):
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError), refusals(paths[0], "delete"):
             resolved[0][0].rm([local for _, local in resolved])
         return
     for filesystem, local in resolved:
@@ -361,8 +303,8 @@ def delete_tree(path: str) -> None:
     listing, then the objects)."""
     filesystem, local = resolve(path)
     if is_object_store(filesystem):  # no folder objects to delete, nor to check first
-        if objects := filesystem.find(local):
-            with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError), refusals(path, "delete"):
+            if objects := filesystem.find(local):
                 filesystem.rm(objects)
     elif filesystem.exists(local):
         filesystem.rm(local, recursive=True)

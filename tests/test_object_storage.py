@@ -16,6 +16,7 @@ from helpers.hub import fetch, offline_hub
 from p3data import fs
 from p3data.cli import main
 from p3data.format import layout
+from p3data.object_store import WHOLE_OBJECT
 from p3data.read import open_cache
 from p3data.vocab import SAMPLE_VOCAB
 
@@ -147,17 +148,17 @@ def test_an_upload_that_fails_leaves_nothing(bucket):
         raise RuntimeError("the worker died")
     assert not fs.exists(path)
     with fs.atomic_writer(path) as handle:
-        handle.write(b"x" * (fs.WHOLE_OBJECT + 5))  # streamed: a resumable upload
+        handle.write(b"x" * (WHOLE_OBJECT + 5))  # streamed: a resumable upload
         assert not fs.exists(path)  # nothing under the name until the upload completes
-    assert fs.size(path) == fs.WHOLE_OBJECT + 5
+    assert fs.size(path) == WHOLE_OBJECT + 5
     with pytest.raises(RuntimeError), fs.atomic_writer(path) as handle:
-        handle.write(b"y" * (fs.WHOLE_OBJECT + 5))
+        handle.write(b"y" * (WHOLE_OBJECT + 5))
         raise RuntimeError("the worker died")
     assert fs.read_bytes(path)[:1] == b"x"  # the object before, untouched
 
 
 def test_reading_an_object_of_any_size(bucket):
-    for size in (0, 1, fs.WHOLE_OBJECT - 1, fs.WHOLE_OBJECT, fs.WHOLE_OBJECT + 1):
+    for size in (0, 1, WHOLE_OBJECT - 1, WHOLE_OBJECT, WHOLE_OBJECT + 1):
         data = os.urandom(size)
         fs.write_bytes(f"{bucket}/{size}", data)
         with fs.open_read(f"{bucket}/{size}") as handle:

@@ -53,6 +53,7 @@ from p3data.format.manifest import (
 )
 from p3data.format.tfrecord import frame, read_frames, read_records
 from p3data.format.work import DealtPart, SplitSummary, TaskStatus
+from p3data.object_store import on_object_store
 from p3data.templates.render import RENDER_ERROR
 
 EXAMPLES_PER_SHARD = 10_000  # with --shards unset: about one output shard per 10k examples
@@ -283,7 +284,7 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     files.update((name, hashlib.sha256(text).hexdigest()) for name, text in texts.items())
     summary = SplitSummary(split, info.fingerprint, replace(record, files=files))
     work.write_record(config.workdir.split_summary(task, split), summary)
-    if not fs.on_object_store(folder):  # frees disk early; on a store the task's end does
+    if not on_object_store(folder):  # frees disk early; on a store the task's end does
         fs.delete_tree(config.workdir.dealt_parts(task, split))
     return summary
 

@@ -36,6 +36,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from p3data import fs
 from p3data.cli import main as cli
+from p3data.object_store import on_object_store
 
 OPERATIONS = {"_open": "create", "mv": "rename", "rm": "delete"}
 # gcsfs: an object uploaded in one request, a resumable upload started, an object deleted
@@ -143,7 +144,7 @@ def _child(out: Path | str, mode: str, crash_at: int, cache_args: list[str], *,
     os.dup2(output.fileno(), 2)
     trace = open(f"{log}.{mode}.trace", "w", encoding="utf-8")  # noqa: SIM115
     counter = [0]
-    if fs.on_object_store(str(out)):
+    if on_object_store(str(out)):
         for method in STORE_OPERATIONS:
             _intercept_store(method, trace, crash_at, counter)
     else:
@@ -181,7 +182,7 @@ def main() -> int:
 
 
 def _copy_tree(source: str, target: str) -> None:
-    if not fs.on_object_store(source) and not fs.on_object_store(target):
+    if not on_object_store(source) and not on_object_store(target):
         shutil.copytree(source, target)
         return
     fs.write_files({target + path[len(source):]: fs.read_bytes(path)

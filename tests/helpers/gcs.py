@@ -13,15 +13,18 @@ both succeed): what depends on that precondition is tested on the request the cl
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import re
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 PROJECT = "p3data-test"
@@ -137,3 +140,65 @@ class RequestCount:
     def describe(self) -> str:
         methods = ", ".join(f"{n:,} {m}" for m, n in sorted(self.by_method().items()))
         return f"{self.total:,} requests ({methods})"
+
+
+# Decides a request's fate at the proxy: None passes it on, a status answers it with that.
+Rule = Callable[[str, str, bytes], int | None]
+
+
+class Refusing:
+    """A proxy on 127.0.0.1 in front of the server that answers some requests itself with an
+    error status (`rule`: method, path and body -> a status, or None to pass the request on):
+    a bucket whose permission is withdrawn, a precondition another writer won."""
+
+    def __init__(self, upstream: str, rule: Rule):
+        self.upstream = upstream.split("://", 1)[1]
+        self.rule = rule
+        self.refused: list[tuple[str, str]] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def _relay(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                status = proxy.rule(self.command, self.path, body)
+                if status is not None:
+                    proxy.refused.append((self.command, self.path))
+                    message = json.dumps({"error": {"code": status, "message": "refused by "
+                                                    "the test's proxy"}}).encode()
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(message)))
+                    self.end_headers()
+                    self.wfile.write(message)
+                    return
+                connection = http.client.HTTPConnection(proxy.upstream, timeout=60)
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                connection.request(self.command, self.path, body, headers)
+                answer = connection.getresponse()
+                data = answer.read()
+                self.send_response(answer.status)
+                for name, value in answer.getheaders():
+                    if name.lower() not in ("transfer-encoding", "connection",
+                                            "content-length"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                connection.close()
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _relay
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Refusing:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
