@@ -284,9 +284,16 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     files.update((name, hashlib.sha256(text).hexdigest()) for name, text in texts.items())
     summary = SplitSummary(split, info.fingerprint, replace(record, files=files))
     work.write_record(config.workdir.split_summary(task, split), summary)
-    if not on_object_store(folder):  # frees disk early; on a store the task's end does
-        fs.delete_tree(config.workdir.dealt_parts(task, split))
+    _free(config.workdir.dealt_parts(task, split))
     return summary
+
+
+def _free(work_files: str) -> None:
+    """Delete work files a task no longer needs: now on a disk (they are a copy of its
+    data), at the run's end on an object store, where the driver deletes the whole work folder
+    at once (a request per 100 objects on GCS) if the run succeeded."""
+    if not on_object_store(work_files):
+        fs.delete_tree(work_files)
 
 
 def _verdict(config: CacheConfig, info: TaskInfo, split: str, record: SplitRecord) -> str:
@@ -362,7 +369,7 @@ def finalize_task(config: CacheConfig, info: TaskInfo,
     fs.delete([fs.join(folder, name) for name in sorted(strays)])
     write_manifest(folder, manifest)  # replaces a manifest that recorded the kept splits
     fs.write_bytes(fs.join(folder, layout.COMPLETED), b"")
-    fs.delete_tree(config.workdir.task(task))
+    _free(config.workdir.task(task))
     return TaskStatus()
 
 
