@@ -191,38 +191,46 @@ def _deal(path: str, target: str, *, score_eval: bool, job: PartJob) -> DealtPar
 def _deal_into_shards(path: str, folder: str, *, score_eval: bool,
                       job: PartJob) -> dict[str, str]:
     """Deal a split's only part straight into its output shards, at most OPEN_SHARDS of them
-    open at a time (a pass over the part per group), then write their record indexes; returns
-    their names and sha256s."""
+    open at a time (a pass over the part per group), each written with its record index (on
+    an object store, uploaded together); returns their names and sha256s."""
     names = [layout.shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
-    digests = [hashlib.sha256() for _ in names]
-    lengths: list[list[int]] = [[] for _ in names]
+    written: dict[str, str] = {}
     for low in range(0, job.shards, OPEN_SHARDS):
         group = range(low, min(low + OPEN_SHARDS, job.shards))
-        with fs.atomic_writers(fs.join(folder, names[shard]) for shard in group) as writers:
-            shards = {shard: writers[fs.join(folder, names[shard])] for shard in group}
+        paths = {shard: fs.join(folder, names[shard]) for shard in group}
+        indexes = {shard: fs.join(folder, index_for(names[shard])) for shard in group}
+        digests = {shard: hashlib.sha256() for shard in group}
+        lengths: dict[int, list[int]] = {shard: [] for shard in group}
+        with fs.atomic_writers([*paths.values(), *indexes.values()]) as writers:
             position = job.first  # of the next record in the split
             with fs.open_read(path) as part:
                 for block in batched(_final_records(part, path, score_eval, job.offset),
                                      DEAL_BATCH):
-                    for shard, handle in shards.items():
+                    for shard in group:
                         records = block[(shard - position) % job.shards::job.shards]
                         data = b"".join(records)
-                        handle.write(data)
+                        writers[paths[shard]].write(data)
                         digests[shard].update(data)
                         lengths[shard] += [len(record) - FRAMING for record in records]
                     position += len(block)
-    written = {name: digest.hexdigest() for name, digest in zip(names, digests, strict=True)}
-    written.update(_write_indexes(folder, dict(zip(names, lengths, strict=True))))
+            for shard in group:
+                index = _index(lengths[shard])
+                writers[indexes[shard]].write(index)
+                written[names[shard]] = digests[shard].hexdigest()
+                written[index_for(names[shard])] = hashlib.sha256(index).hexdigest()
     return written
 
 
-def _write_indexes(folder: str, lengths: dict[str, list[int]]) -> dict[str, str]:
-    """Shards' record indexes, from their records' payload lengths (`lengths`: by shard
-    name): their names and sha256s."""
-    indexes = {index_for(name): index_bytes(offsets_from_lengths(np.array(shard, np.uint64)))
-               for name, shard in lengths.items()}
-    fs.write_files({fs.join(folder, name): index for name, index in indexes.items()})
-    return {name: hashlib.sha256(index).hexdigest() for name, index in indexes.items()}
+def _index(lengths: list[int]) -> bytes:
+    """A shard's record index, from its records' payload lengths."""
+    return index_bytes(offsets_from_lengths(np.array(lengths, np.uint64)))
+
+
+def _write_index(folder: str, shard_name: str, lengths: list[int]) -> dict[str, str]:
+    """A shard's record index, from its records' payload lengths: its name and sha256."""
+    index, name = _index(lengths), index_for(shard_name)
+    fs.write_bytes(fs.join(folder, name), index)
+    return {name: hashlib.sha256(index).hexdigest()}
 
 
 def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str, str]:
@@ -254,7 +262,7 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
             if start != end:
                 raise RuntimeError(f"{path}: ends at byte {start}, its record says {end}")
             lengths += dealt.lengths[job.index]
-    return {name: digest.hexdigest(), **_write_indexes(folder, {name: lengths})}
+    return {name: digest.hexdigest(), **_write_index(folder, name, lengths)}
 
 
 def _copied_whole(info: TaskInfo, shards: int) -> bool:
