@@ -84,7 +84,8 @@ class WorkDir:
         return fs.join(self.root, "status", "*.json")
 
     def task(self, task: str) -> str:
-        """Everything stage 1 and 2 keep for one task (removed once it is complete)."""
+        """Everything stage 1 and 2 keep for one task (removed once it is complete; on an
+        object store, with the whole work folder at the run's end)."""
         return fs.join(self.root, task)
 
 
