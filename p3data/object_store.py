@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import os
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -51,10 +52,17 @@ def gcs_filesystem() -> AbstractFileSystem:
     warning each time: p3data needs neither appendable objects nor folder renames. Listings
     are not cached: other processes (a job's workers) write the same folders.
     """
-    from gcsfs.core import GCSFileSystem
+    pid = os.getpid()  # a forked worker makes its own (fsspec's event loop does not fork)
+    if pid not in _FILESYSTEMS:
+        from gcsfs.core import GCSFileSystem
 
-    logging.getLogger("gcsfs").addFilter(_not_unsatisfiable_range)
-    return GCSFileSystem(use_listings_cache=False)
+        logging.getLogger("gcsfs").addFilter(_not_unsatisfiable_range)
+        _FILESYSTEMS.clear()
+        _FILESYSTEMS[pid] = GCSFileSystem(use_listings_cache=False)
+    return _FILESYSTEMS[pid]
+
+
+_FILESYSTEMS: dict[int, AbstractFileSystem] = {}  # by process id
 
 
 def _not_unsatisfiable_range(record: logging.LogRecord) -> bool:
