@@ -9,7 +9,7 @@ work record of where each shard's records are and their lengths (`deal_part`, pe
 each shard is its range of every part's file in part order, and its record index is made from
 the recorded lengths (`write_shard`, per shard); then `finish_split` writes the JSON that needs
 every shard's digest. A split of one part needs no dealt file: its part is dealt straight into
-the output shards, whose names and digests its work record keeps for `write_shard`.
+the output shards, whose names and digests go to `finish_split` through the graph.
 
 A rebuild first withdraws the old build (`plan.withdraw`, before any worker writes); the
 manifest written last lists the splits the run kept as they were too.
@@ -148,22 +148,26 @@ def plan_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummary 
     return SplitAssembly(split, replace(record, stats=stats, num_shards=count), tuple(parts))
 
 
-def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> None:
-    """Write one part's examples, as output records, into one file grouped by output shard
-    (or, if it is its split's only part, into the output shards themselves), then the record
-    of where each shard's records are and their lengths (or of the shards written)."""
+def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> list[dict[str, str]]:
+    """Write one part's examples, as output records, into one file grouped by output shard,
+    then the record of where each shard's records are and their lengths; or, if it is its
+    split's only part, into the output shards themselves. Returns, by output shard, the
+    files written for it (the shard and its index, with their sha256s), if any."""
     work_dir = config.workdir
     path = work_dir.part(job.task, job.split, job.index, ".tfrecord")
     if info.shard_counts[job.split] == 1:
-        dealt = DealtPart([], [], _deal_into_shards(path, task_folder(config, job.task),
-                                                    score_eval=info.spec.score_eval, job=job))
-    elif _copied_whole(info, job.shards):  # the part is the shard's records as they are
+        written = _deal_into_shards(path, task_folder(config, job.task),
+                                    score_eval=info.spec.score_eval, job=job)
+        names = [layout.shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
+        return [{file: written[file] for file in (name, index_for(name))} for name in names]
+    if _copied_whole(info, job.shards):  # the part is the shard's records as they are
         offsets = scan_offsets(path, fs.size(path))
         dealt = DealtPart([0, int(offsets[-1])], [(np.diff(offsets) - FRAMING).tolist()])
     else:
         dealt = _deal(path, work_dir.dealt(job.task, job.split, job.index, ".tfrecord"),
                       score_eval=info.spec.score_eval, job=job)
     work.write_record(work_dir.dealt(job.task, job.split, job.index, ".json"), dealt)
+    return [{} for _ in range(job.shards)]
 
 
 def _deal(path: str, target: str, *, score_eval: bool, job: PartJob) -> DealtPart:
@@ -235,8 +239,7 @@ def _write_index(folder: str, shard_name: str, lengths: list[int]) -> dict[str, 
 
 def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str, str]:
     """Write the shard from its range of every part's dealt file, in part order, then its
-    record index from the recorded lengths; returns their names and sha256s (those of the
-    shard its split's only part was dealt into, if so)."""
+    record index from the recorded lengths; returns their names and sha256s."""
     work_dir, folder = config.workdir, task_folder(config, job.task)
     name = layout.shard_name(job.split, job.index, job.shards)
     digest, lengths = hashlib.sha256(), []
@@ -244,9 +247,6 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
                                     DealtPart) for part in range(info.shard_counts[job.split])]
     if missing := [part for part, dealt in enumerate(dealt_parts) if dealt is None]:
         raise RuntimeError(f"{job.task}/{job.split}: part {missing[0]} was not dealt")
-    if dealt_parts[0].written:
-        index_file = index_for(name)
-        return {file: dealt_parts[0].written[file] for file in (name, index_file)}
     with fs.atomic_writer(fs.join(folder, name)) as shard:
         for part, dealt in enumerate(dealt_parts):
             path = (work_dir.part(job.task, job.split, part, ".tfrecord")
@@ -275,7 +275,9 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
                  shards: dict[str, str]) -> SplitSummary:
     """Once every output shard and its index are written (`shards`: their names and
     sha256s): info and stats JSON, then the split's summary, kept in the work folder so a
-    rerun reuses it."""
+    rerun reuses it, and the marker that counts the split assembled (progress). On an object
+    store they are uploaded together: a rerun reuses a summary only when every file it lists
+    was there (`plan.reusable_record`)."""
     task, split, record = info.spec.name, assembly.split, assembly.record
     written = sum(layout.is_shard(name) for name in shards)
     if written != record.num_shards or len(shards) != 2 * written:
@@ -288,10 +290,11 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     files = dict(sorted(shards.items()))
     texts = {layout.info_name(split): info_text.encode(),
              layout.stats_name(split): layout.stats_json(record.stats).encode()}
-    fs.write_files({fs.join(folder, name): text for name, text in texts.items()})
     files.update((name, hashlib.sha256(text).hexdigest()) for name, text in texts.items())
     summary = SplitSummary(split, info.fingerprint, replace(record, files=files))
-    work.write_record(config.workdir.split_summary(task, split), summary)
+    fs.write_files({**{fs.join(folder, name): text for name, text in texts.items()},
+                    config.workdir.split_summary(task, split): work.record_bytes(summary),
+                    config.workdir.assembled(task, split): b"{}"})
     _free(config.workdir.dealt_parts(task, split))
     return summary
 

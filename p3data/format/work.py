@@ -8,7 +8,8 @@ typed records. The stages write these and the driver reads them; nothing else do
     <task>/<split>/dealt/dealt-NNNNN.tfrecord   stage 2's output records of part NNNNN,
                                     grouped by output shard (removed once the split is done)
     <task>/<split>/dealt/dealt-NNNNN.json       DealtPart: where each output shard's records
-                                    are in it, and their lengths (written after the records)
+                                    are in it, and their lengths (written after the records;
+                                    a split of one part is dealt into its shards directly)
     <task>/<split>.summary.json     SplitSummary: stage 2's result for a task split
     assembled/<task>/<split>.json   stage 2 has handled a task split (progress)
     status/<task>.json              TaskStatus: why the last stage could not complete a task
@@ -128,13 +129,11 @@ class PartMeta:
 class DealtPart:
     """Where a part's records for each output shard are, in the file it was dealt into (or,
     when it is copied whole, in the part itself): shard k's are bytes starts[k]:starts[k + 1],
-    records of payload lengths lengths[k], so a shard's index needs no rescanning. A split's
-    only part is dealt straight into the output shards: `written` has their and their
-    indexes' names and sha256s instead."""
+    records of payload lengths lengths[k], so a shard's index needs no rescanning. (A split's
+    only part is dealt straight into the output shards, and has none.)"""
 
     starts: list[int]
     lengths: list[list[int]]
-    written: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -155,15 +154,16 @@ class TaskStatus:
 
 
 def write_record(path: str, record: object) -> None:
-    fs.write_bytes(path, _record_bytes(record))
+    fs.write_bytes(path, record_bytes(record))
 
 
 def write_records(records: dict[str, object]) -> None:
     """Several records by path, in no set order (on an object store, concurrently)."""
-    fs.write_files({path: _record_bytes(record) for path, record in records.items()})
+    fs.write_files({path: record_bytes(record) for path, record in records.items()})
 
 
-def _record_bytes(record: object) -> bytes:
+def record_bytes(record: object) -> bytes:
+    """A record as its file holds it (JSON)."""
     return json.dumps(msgspec.to_builtins(record), sort_keys=True).encode()
 
 
