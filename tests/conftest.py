@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,31 @@ def samples_in_seqio(t0_tasks):
             yield t0_tasks
         finally:
             set_vocabulary(None)
+
+
+@pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory):
+    """A GCS-compatible server on 127.0.0.1 (fake-gcs-server, in memory) for the session, and
+    the environment that sends gcsfs and google-cloud-storage to it and nowhere else
+    (`helpers.gcs`); stopped at the end."""
+    from helpers.gcs import GcsServer
+
+    server = GcsServer(tmp_path_factory.mktemp("gcs"))
+    server.start()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in server.environment.items():
+                patch.setenv(name, value)
+            yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def bucket(gcs_server, request) -> str:
+    """A new empty bucket on the session's server, named after the test: `gs://<name>`."""
+    name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:50]
+    return gcs_server.create_bucket(f"{name}-{uuid.uuid4().hex[:8]}")
 
 
 @pytest.fixture(scope="session")

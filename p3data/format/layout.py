@@ -12,6 +12,7 @@ p3data adds   <task>/manifest.json and <task>/index.<split>-SSSSS-of-NNNNN.npy (
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 import re
@@ -32,6 +33,7 @@ TASK_FILES = (COMPLETED, MANIFEST, "*.tfrecord-*", "info.*.json", "stats.*.json"
               TEMP_PREFIX + "*")
 
 
+@functools.cache  # read from the installed metadata: a file parse every call otherwise
 def seqio_version() -> str:
     try:
         return metadata.version("seqio")
