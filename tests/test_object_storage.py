@@ -10,7 +10,7 @@ import subprocess
 
 import pyarrow.parquet as pq
 import pytest
-from helpers.cache import P3DATA, tree
+from helpers.cache import P3DATA, t0_only, tree
 from helpers.hub import fetch, offline_hub
 
 from p3data import fs
@@ -20,7 +20,7 @@ from p3data.object_store import WHOLE_OBJECT
 from p3data.read import open_cache
 from p3data.vocab import SAMPLE_VOCAB
 
-SELECTION = "super_glue_(rte|cb|copa)_.*"  # 74 tasks from the bundled samples
+SELECTION = t0_only("super_glue_(rte|cb|copa)_.*")  # 74 T0 tasks from the bundled samples
 SELECTED = 74
 REQUESTS_PER_TASK = 60
 
@@ -70,10 +70,12 @@ def hub(tmp_path, monkeypatch):
 def test_fetch_cache_verify_index_read_and_export_on_gs(bucket, hub, tmp_path, capsys):
     """The real-data path with nothing on local disk but the Hub's files: fetch a mirror to
     gs://, build from it with the vocabulary and Beam's temp_location on gs://, verify,
-    index, read back and export, all on gs://; the cache is the one built locally."""
+    index, read back and export, all on gs://; the cache is the one built locally. A few-shot
+    variant among the tasks keeps its exemplar pool in the work folder on gs:// too."""
     mirror, cache, vocab = f"{bucket}/mirror", f"{bucket}/cache", f"{bucket}/vocab/sample.model"
     fs.write_bytes(vocab, SAMPLE_VOCAB.read_bytes())
-    tasks = ["--tasks", "super_glue_copa_(exercise|choose)(_score_eval)?"]
+    tasks = ["--tasks",
+             "super_glue_copa_(exercise|choose)(_score_eval)?|super_glue_copa_choose_3shot"]
     code, lines = fetch(capsys, *tasks, "--to", mirror, "--hub-root", hub.root)
     assert code == 0, lines
     assert fs.files_in(f"{mirror}/super_glue/copa")  # the mirror's parquet files
@@ -88,10 +90,10 @@ def test_fetch_cache_verify_index_read_and_export_on_gs(bucket, hub, tmp_path, c
     from apache_beam.io.filesystems import FileSystems
 
     (completed,) = FileSystems.match([f"{cache}/*/{layout.COMPLETED}"])
-    assert len(completed.metadata_list) == 4
+    assert len(completed.metadata_list) == 5
 
     assert main(["verify", cache]) == 0
-    assert capsys.readouterr().out.splitlines()[-1].startswith("OK: 4 complete tasks")
+    assert capsys.readouterr().out.splitlines()[-1].startswith("OK: 5 complete tasks")
     indexes = [path for path in fs.walk_files(cache) if fs.name_of(path).startswith("index.")]
     fs.delete(indexes[:2])  # as if built without them (stock seqio)
     assert main(["index", cache]) == 0
@@ -100,7 +102,7 @@ def test_fetch_cache_verify_index_read_and_export_on_gs(bucket, hub, tmp_path, c
     assert main(["verify", cache]) == 0
 
     remote, local = open_cache(cache), open_cache(str(tmp_path / "local"))
-    assert remote.tasks == local.tasks and len(remote.tasks) == 4
+    assert remote.tasks == local.tasks and len(remote.tasks) == 5
     for task in remote.tasks:
         for split in remote.splits(task):
             examples = [plain(example) for example in remote.split(task, split)]
