@@ -6,17 +6,20 @@ build tasks in test_share_nothing.py."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import subprocess
 import sys
+import threading
 import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from helpers.cache import P3DATA
 from helpers.venvs import ROOT
 
-from p3data import t0
+from p3data import __version__, fs, t0
 from p3data.builder.plan import CacheConfig, CachePlan, build_plan
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.shards import ROWS_PER_SHARD
@@ -91,6 +94,73 @@ def test_the_staged_wheel_holds_what_pip_wheel_builds_and_the_builders_requireme
                 if line.startswith("Requires-Dist: ")]
     assert "seqio>=0.0.20" in requires and "gcsfs>=2023.1" in requires
     assert not any("extra" in r or "torch" in r for r in requires)
+
+
+class DataflowStandIn:
+    """Dataflow's job API on 127.0.0.1: keeps each request's path and body and refuses it
+    (400), so a job is staged and submitted, and goes nowhere."""
+
+    def __init__(self):
+        self.requests: list[tuple[str, bytes]] = []
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                stand_in.requests.append((self.path, body))
+                message = json.dumps({"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                                "message": "a stand-in for Dataflow"}}).encode()
+                self.send_response(400)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(message)))
+                self.end_headers()
+                self.wfile.write(message)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        # Beam's options take a localhost endpoint as a local one (no Google checks)
+        self.url = f"http://localhost:{self.server.server_address[1]}"
+
+    def __enter__(self) -> DataflowStandIn:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_an_installed_p3data_stages_itself_for_dataflow(worker_venv, gcs_server, bucket,
+                                                        tmp_path):
+    """From the workers' environment (p3data installed from the staged wheel, no checkout):
+    the command says in one line that it stages p3data, Beam uploads to the staging location
+    exactly the wheel that environment was installed from, and the job lists it."""
+    venv, wheel = worker_venv
+    fs.write_files({f"{bucket}/mirror/super_glue/copa/{path.name}": path.read_bytes()
+                    for path in (SAMPLES_DIR / "super_glue" / "copa").glob("*.jsonl")})
+    with DataflowStandIn() as dataflow:
+        result = venv.run(
+            venv.bin("p3data"), "cache", "--tasks", "super_glue_copa_exercise",
+            "--vocab", SAMPLE_VOCAB, "--data-dir", f"{bucket}/mirror",
+            "--output-dir", f"{bucket}/out", *DATAFLOW, f"--temp_location={bucket}/tmp",
+            f"--dataflow_endpoint={dataflow.url}", "--no_auth", cwd=tmp_path,
+            env=gcs_server.environment)
+    assert "400 POST" in result.stderr and "a stand-in for Dataflow" in result.stderr
+    assert [line for line in result.stderr.splitlines() if "staging" in line] == [
+        f"[p3data cache] staging p3data {__version__} for Dataflow's workers: {wheel.name} "
+        "(--extra_package; --setup_file, --extra_package or --sdk_container_image stage your "
+        "own instead)"]
+    [staged] = fs.glob(f"{bucket}/tmp/*/{wheel.name}")
+    assert fs.read_bytes(staged) == wheel.read_bytes()
+    [(path, body)] = dataflow.requests
+    assert path.startswith("/v1b3/projects/p3data-test/locations/us-central1/jobs")
+    job = json.loads(body)
+    assert wheel.name in [package["name"] for pool in job["environment"]["workerPools"]
+                          for package in pool["packages"]]
+    print(f"\nDataflow job request: {len(body):,} bytes (the pipeline proto is staged beside "
+          "the wheel, as pipeline.pb)")
 
 
 def test_worker_requirements_keep_the_builders_and_markers_without_extras():
