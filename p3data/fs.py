@@ -66,6 +66,12 @@ def canonical(path: str) -> str:
     return _full(filesystem, local, path)
 
 
+def machine_local(path: str) -> bool:
+    """Whether only this machine's processes can open `path`: a local path or file://, and
+    memory:// (each process its own)."""
+    return fsspec.core.split_protocol(path)[0] in (None, "file", "local", "memory")
+
+
 def join(*parts: str) -> str:
     return posixpath.join(*parts)
 

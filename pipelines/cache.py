@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import apache_beam as beam
-from p3data.pipelines.options import beam_pipeline
 
 from p3data import fs
 from p3data.builder.finalize import (
@@ -198,12 +197,9 @@ def build(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
     )
 
 
-def graph_runner(pipeline_args: Sequence[str], *,
-                 own_options: Sequence[str] = ()) -> Callable[[CachePlan], None]:
-    """The driver's `run_graph` on a Beam pipeline of these options, checked now: a bad one
-    raises `P3DataError` before the driver touches the folder (`own_options`: the caller's,
-    offered when an unknown one is close to them)."""
-    pipeline = beam_pipeline(pipeline_args, own_options=own_options)
+def graph_runner(pipeline: beam.Pipeline) -> Callable[[CachePlan], None]:
+    """The driver's `run_graph` on this pipeline (from `beam_pipeline`, whose options are
+    checked before the driver touches the folder)."""
 
     def run_graph(plan: CachePlan) -> None:
         build(pipeline, plan)

@@ -75,3 +75,19 @@ def demo_cache(tmp_path_factory) -> Path:
     run_cache(out, "--mixture", "t0_train", "--direct_num_workers=2",
               "--direct_running_mode=multi_processing")
     return out
+
+
+@pytest.fixture(scope="session")
+def worker_venv(tmp_path_factory):
+    """A remote worker's environment, once a session: Beam's SDK with its GCP extra (what
+    Dataflow's worker container holds) and, as Dataflow's workers install it, the wheel a
+    Dataflow submission stages (`helpers.venvs.staged_wheel`), under the pinned stack."""
+    from helpers.venvs import ROOT, make_venv, staged_wheel
+
+    tmp = tmp_path_factory.mktemp("worker")
+    wheel = staged_wheel(tmp / "staging")
+    venv = make_venv(tmp / "venv", "--no-compile", "-c", ROOT / "constraints.txt",
+                     "apache-beam[gcp]", wheel)
+    print(f"\nworkers' environment (Beam, p3data's staged wheel) installed in "
+          f"{venv.install_seconds:.0f} s")
+    return venv, wheel
