@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sentencepiece as spm
-from common import DATASETS, PeakMemory, write_mirror
+from common import DATASETS, run_measured, write_mirror
 
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog
@@ -52,24 +50,15 @@ SHORT = BenchSet("short text", DATASETS, TASKS, "t0_style_tasks")
 
 def measure(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     """(wall seconds, CPU seconds of the whole process tree, peak resident bytes)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.monotonic()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    with PeakMemory(process.pid) as memory:
-        stdout, stderr = process.communicate()
-    wall = time.monotonic() - start
-    if process.returncode:  # p3data says why on stdout, in its summary
-        raise SystemExit(f"{command[0]} failed:\n{stderr[-3000:]}{stdout[-3000:]}")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, memory.peak
+    run = run_measured(command, env)
+    return run.wall, run.cpu, run.memory.peak
 
 
-def count_examples(cache: Path) -> int:
+def count_examples(cache: Path, split: str = "train") -> int:
+    """Examples in the cache's `split` of every task (`split="*"`: of every split)."""
     import json
 
-    return sum(json.loads(p.read_text())["examples"] for p in cache.rglob("stats.train.json"))
+    return sum(json.loads(p.read_text())["examples"] for p in cache.rglob(f"stats.{split}.json"))
 
 
 def rendered_texts(mirror: Path, datasets: list[DatasetKey]) -> list[str]:
