@@ -56,9 +56,20 @@ def measure(command: list[str], env: dict[str, str]) -> tuple[float, float, int]
 
 def count_examples(cache: Path, split: str = "train") -> int:
     """Examples in the cache's `split` of every task (`split="*"`: of every split)."""
+    return count_stats(cache, split, "examples")
+
+
+def count_tokens(cache: Path, split: str = "train") -> int:
+    """Input and target tokens in the cache's `split` of every task: what examples per
+    CPU-second mean depends on their length, so sets of other lengths compare by tokens."""
+    return count_stats(cache, split, "inputs_tokens", "targets_tokens")
+
+
+def count_stats(cache: Path, split: str, *keys: str) -> int:
     import json
 
-    return sum(json.loads(p.read_text())["examples"] for p in cache.rglob(f"stats.{split}.json"))
+    return sum(stats.get(key, 0) for path in cache.rglob(f"stats.{split}.json")
+               for stats in [json.loads(path.read_text())] for key in keys)
 
 
 def rendered_texts(mirror: Path, datasets: list[DatasetKey]) -> list[str]:
@@ -102,7 +113,8 @@ def ours_rate(bench: BenchSet, mirror: Path, work: Path, *, workers: int = 1,
                               environment(mirror, vocab))
     examples = count_examples(out)
     print(f"p3data cache, {workers} worker(s): {examples:,} examples, {wall:7.1f} s wall, "
-          f"{cpu:7.1f} CPU-s, {examples / cpu:8,.0f} examples/CPU-s, peak {peak / 2**30:.2f} GiB")
+          f"{cpu:7.1f} CPU-s, {examples / cpu:8,.0f} examples/CPU-s "
+          f"({count_tokens(out) / cpu:,.0f} tokens/CPU-s), peak {peak / 2**30:.2f} GiB")
     return examples / cpu
 
 

@@ -36,7 +36,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from cache_vs_stock import BIN, count_examples, environment
+from cache_vs_stock import BIN, count_examples, count_tokens, environment
 from common import Measured, prose_vocab, run_measured, write_split
 
 from p3data.dataset_key import DatasetKey
@@ -63,6 +63,7 @@ class ScaleRun:
     rows: int
     task_splits: int
     examples: int
+    tokens: int
     files: int
     bytes: int
     run: Measured
@@ -82,15 +83,16 @@ class ScaleRun:
         worker = memory.peak_of("worker") if self.workers > 1 else memory.peak_of("driver")
         return [percent(self.fraction), self.workers, f"{self.rows:,}", f"{self.examples:,}",
                 f"{self.run.cpu:,.0f} ({self.run.user:,.0f}+{self.run.system:,.0f})",
-                f"{self.rate:,.0f}", f"{self.run.wall:,.0f}", f"{worker / MIB:,.0f}",
+                f"{self.rate:,.0f}", f"{self.tokens / self.run.cpu:,.0f}",
+                f"{self.run.wall:,.0f}", f"{worker / MIB:,.0f}",
                 f"{memory.peak_of('driver') / MIB:,.0f}", f"{memory.peak / MIB:,.0f}",
                 f"{self.files:,}", f"{self.bytes / 1e6:,.0f}",
                 " / ".join(f"{s:,.0f}" for s in self.stages.values()),
                 f"{self.projection:.2f}"]
 
 
-COLUMNS = ["F", "workers", "rows", "examples", "CPU-s (user+sys)", "ex/CPU-s", "wall s",
-           "peak/worker MiB", "driver MiB", "tree MiB", "files", "MB", "stages s",
+COLUMNS = ["F", "workers", "rows", "examples", "CPU-s (user+sys)", "ex/CPU-s", "tok/CPU-s",
+           "wall s", "peak/worker MiB", "driver MiB", "tree MiB", "files", "MB", "stages s",
            "P3 CPU-h"]
 STAGES = "start-up+plan / render+tokenize / assemble / wrap-up"
 
@@ -146,8 +148,8 @@ def measure_scale(work: Path, fraction: float, vocab: Path, *, workers: int) -> 
     run, stage_times = build(mirror, out, vocab, workers=workers)
     files = [p for p in out.rglob("*") if p.is_file()]
     splits = sum(len(spec.split_mapping) for spec in t0_specs())
-    scaled = ScaleRun(fraction, workers, rows, splits,
-                      count_examples(out, "*"), len(files), sum(p.stat().st_size for p in files),
+    scaled = ScaleRun(fraction, workers, rows, splits, count_examples(out, "*"),
+                      count_tokens(out, "*"), len(files), sum(p.stat().st_size for p in files),
                       run, stage_times)
     print(f"F={percent(fraction)}, {workers} worker(s): {scaled.examples:,} examples, "
           f"{run.cpu:,.1f} CPU-s, {run.wall:,.1f} s wall", flush=True)
