@@ -21,6 +21,16 @@ from p3data.datasets.samples import generate_rows
 
 # Three of T0's training datasets, with all their templates (13 tasks): short texts.
 DATASETS = [DatasetKey("app_reviews"), DatasetKey("dbpedia_14"), DatasetKey("web_questions")]
+# A `--tasks` pattern matches few-shot variants' names (`<task>_<k>shot`) too, as seqio's does:
+# this lookahead keeps T0's tasks only (tests/helpers/cache.py's `t0_only`).
+T0_ONLY = r"(?!.*_[0-9]+shot$)"
+
+
+def t0_tasks(pattern: str) -> str:
+    """A `--tasks` pattern for the T0 tasks `pattern` matches, without their variants."""
+    return f"{T0_ONLY}(?:{pattern})"
+
+
 # Two with long texts (reviews of ~1,300 characters, news articles of ~4,000): 20 tasks.
 LONG_DATASETS = [DatasetKey("imdb"), DatasetKey("cnn_dailymail", "3.0.0")]
 

@@ -37,14 +37,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cache_vs_stock import BIN, count_examples, count_tokens, environment
-from common import Measured, prose_vocab, run_measured, write_split
+from common import Measured, prose_vocab, run_measured, t0_tasks, write_split
 
 from p3data.dataset_key import DatasetKey
 from p3data.t0 import TaskSpec, group_by_source_split, load_definitions, select
 from p3data.tables import text_table
 
 P3_EXAMPLES = 122_127_848  # bigscience/P3's data_split_sizes.csv, summed
-T0_TASKS = r"(?!.*_[0-9]+shot$)(?:.*)"  # every task but few-shot variants
+T0_TASKS = t0_tasks(".*")  # every task but few-shot variants
 CPU_HOURS_TARGET = 3.0
 RATE_SHARE_TARGET = 0.8
 MIB = 2**20
