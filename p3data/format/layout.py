@@ -33,8 +33,10 @@ TASK_FILES = (COMPLETED, MANIFEST, "*.tfrecord-*", "info.*.json", "stats.*.json"
               TEMP_PREFIX + "*")
 
 
-@functools.cache  # read from the installed metadata: a file parse every call otherwise
+@functools.cache
 def seqio_version() -> str:
+    """The installed seqio's version, read once: reading package metadata parses files, and
+    every task split's info JSON names it."""
     try:
         return metadata.version("seqio")
     except metadata.PackageNotFoundError:
