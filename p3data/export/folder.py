@@ -20,7 +20,7 @@ from p3data.export.card import TITLE, card_text
 from p3data.export.naming import CARD, RECORD
 from p3data.export.records import ExportSettings, complete_records
 from p3data.export.task import ExamplesWritten, TaskExportOutcome, export_task
-from p3data.format.layout import LOCK
+from p3data.lock import LOCK
 
 if TYPE_CHECKING:
     from p3data.read import CacheReader
