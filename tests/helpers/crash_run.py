@@ -99,20 +99,27 @@ def _intercept(method: str, trace, crash_at: int, counter: list[int]) -> None:
     setattr(LocalFileSystem, method, operation)
 
 
-def _child(out: Path, mode: str, crash_at: int, cache_args: list[str]) -> None:
-    force = ["--force"] if mode == "rerun" else []
-    log = open(f"{out}.{mode}.log", "w", encoding="utf-8")  # noqa: SIM115 - outlives os._exit
+def run_and_die(arguments: list[str], *, stem: str, crash_at: int) -> None:
+    """In a forked child: run the p3data command, dying just before its `crash_at`-th file
+    operation; its output goes to `<stem>.log`, the operations it ran to `<stem>.trace`."""
+    log = open(f"{stem}.log", "w", encoding="utf-8")  # noqa: SIM115 - outlives os._exit
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
-    trace = open(f"{out}.{mode}.trace", "w", encoding="utf-8")  # noqa: SIM115
+    trace = open(f"{stem}.trace", "w", encoding="utf-8")  # noqa: SIM115
     counter = [0]
     for method in OPERATIONS:
         _intercept(method, trace, crash_at, counter)
-    code = cli(["cache", "--output-dir", str(out), *force, *cache_args])
+    code = cli(arguments)
     trace.close()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _child(out: Path, mode: str, crash_at: int, cache_args: list[str]) -> None:
+    force = ["--force"] if mode == "rerun" else []
+    run_and_die(["cache", "--output-dir", str(out), *force, *cache_args],
+                stem=f"{out}.{mode}", crash_at=crash_at)
 
 
 def main() -> int:
