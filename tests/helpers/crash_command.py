@@ -17,24 +17,12 @@ import shutil
 import sys
 from pathlib import Path
 
-from crash_run import OPERATIONS, _intercept
-
-from p3data.cli import main as cli
+from crash_run import run_and_die
 
 
 def _child(out: Path, crash_at: int, arguments: list[str]) -> None:
-    log = open(f"{out}.log", "w", encoding="utf-8")  # noqa: SIM115 - outlives os._exit
-    os.dup2(log.fileno(), 1)
-    os.dup2(log.fileno(), 2)
-    trace = open(f"{out}.trace", "w", encoding="utf-8")  # noqa: SIM115
-    counter = [0]
-    for method in OPERATIONS:
-        _intercept(method, trace, crash_at, counter)
-    code = cli([argument.replace("{out}", str(out)) for argument in arguments])
-    trace.close()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    run_and_die([argument.replace("{out}", str(out)) for argument in arguments],
+                stem=str(out), crash_at=crash_at)
 
 
 def main() -> int:

@@ -136,25 +136,29 @@ def _intercept_store(method: str, trace, crash_at: int, counter: list[int]) -> N
     setattr(owner, method, operation)
 
 
-def _child(out: Path | str, mode: str, crash_at: int, cache_args: list[str], *,
-           log: Path) -> None:
-    force = ["--force"] if mode == "rerun" else []
-    output = open(f"{log}.{mode}.log", "w", encoding="utf-8")  # noqa: SIM115 - outlives _exit
-    os.dup2(output.fileno(), 1)
-    os.dup2(output.fileno(), 2)
-    trace = open(f"{log}.{mode}.trace", "w", encoding="utf-8")  # noqa: SIM115
+def run_and_die(arguments: list[str], *, stem: str, crash_at: int, store: bool = False) -> None:
+    """In a forked child: run the p3data command, dying just before its `crash_at`-th file
+    operation (`store`: object operations, its output being on an object store); its output
+    goes to `<stem>.log`, the operations it ran to `<stem>.trace`."""
+    log = open(f"{stem}.log", "w", encoding="utf-8")  # noqa: SIM115 - outlives os._exit
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    trace = open(f"{stem}.trace", "w", encoding="utf-8")  # noqa: SIM115
     counter = [0]
-    if on_object_store(str(out)):
-        for method in STORE_OPERATIONS:
-            _intercept_store(method, trace, crash_at, counter)
-    else:
-        for method in OPERATIONS:
-            _intercept(method, trace, crash_at, counter)
-    code = cli(["cache", "--output-dir", str(out), *force, *cache_args])
+    for method in STORE_OPERATIONS if store else OPERATIONS:
+        (_intercept_store if store else _intercept)(method, trace, crash_at, counter)
+    code = cli(arguments)
     trace.close()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _child(out: Path | str, mode: str, crash_at: int, cache_args: list[str], *,
+           log: Path) -> None:
+    force = ["--force"] if mode == "rerun" else []
+    run_and_die(["cache", "--output-dir", str(out), *force, *cache_args],
+                stem=f"{log}.{mode}", crash_at=crash_at, store=on_object_store(str(out)))
 
 
 def main() -> int:
