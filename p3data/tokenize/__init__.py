@@ -5,7 +5,13 @@ Bottom up: `checks` (what a model allows the memo to do), `entries` (what the me
 `memo` (sentences and words segmented once), `tokenizer` (`Tokenizer`, the one entry point).
 """
 
-from p3data.tokenize.checks import ascii_refusal, raw_cut_refusal, word_split_refusal
+from p3data.tokenize.checks import (
+    ascii_refusal,
+    join_refusal,
+    raw_cut_refusal,
+    word_split_refusal,
+)
+from p3data.tokenize.entries import Entry
 from p3data.tokenize.memo import MemoStats, WordMemo
 from p3data.tokenize.tokenizer import (
     ENV_MEMO,
@@ -20,12 +26,14 @@ from p3data.tokenize.tokenizer import (
 __all__ = [
     "ENV_MEMO",
     "EOS_ID",
+    "Entry",
     "MEMO_MAX_CHARS",
     "MemoStats",
     "Packed",
     "Tokenizer",
     "WordMemo",
     "ascii_refusal",
+    "join_refusal",
     "memo_setting",
     "raw_cut_refusal",
     "with_extra_ids",
