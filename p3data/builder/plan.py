@@ -35,6 +35,7 @@ from p3data.datasets.shards import ROWS_PER_SHARD, Shard
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError
 from p3data.fewshot import AnySpec, VariantSpec, pool_source
+from p3data.fewshot.pool import POOL_FILES
 from p3data.format import layout
 from p3data.format.cache_folder import is_complete, splits_present
 from p3data.format.manifest import (
@@ -210,7 +211,7 @@ def _pool_fingerprint(config: CacheConfig, spec: VariantSpec, split: str,
                "split": split, "template": [spec.template.id, template_digest(spec.template)],
                "separators": [settings.exemplar_separator, settings.example_separator],
                "rows": identity, "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
-               "seed": config.seed}
+               "seed": config.seed, "files": POOL_FILES}  # a pool of other files is rebuilt
     return hashlib.sha256(_json(payload).encode()).hexdigest()
 
 
