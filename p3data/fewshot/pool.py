@@ -106,6 +106,10 @@ class ExemplarPool:
         """The exemplar's text: its input, the exemplar separator, its target."""
         return self.text_bytes(position).decode()
 
+    def row(self, position: int) -> int:
+        """The exemplar's row number in the pool split."""
+        return int(self.rows[position])
+
     def entry(self, position: int) -> Entry:
         """The ids of the exemplar's text and the example separator after it, as the
         tokenizer gave them (`Tokenizer.join` joins them into a prompt's)."""

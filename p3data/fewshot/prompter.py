@@ -88,7 +88,9 @@ class FewshotPrompter:
         with a separator that does not split words, can be)."""
         pending = [(k, i) for k in chosen for i in range(len(fitted))]
         shown = {item: list(chosen[item[0]][item[1]].positions) for item in pending}
+        # an exemplar's text, ids and row, read from the pool once per batch
         text, entry = functools.cache(self.pool.text), functools.cache(self.pool.entry)
+        row = functools.cache(self.pool.row)
         texts = {item: list(map(text, shown[item])) for item in pending}
         done: dict[tuple[int, int], FewshotExample] = {}
         while pending:
@@ -112,6 +114,6 @@ class FewshotPrompter:
                 rendered = fitted[item[1]].rendered
                 done[item] = FewshotExample(
                     rendered.index, prompt, rendered.targets, rendered.answer_choices,
-                    len(positions), tuple(int(self.pool.rows[p]) for p in positions), ids)
+                    len(positions), tuple(map(row, positions)), ids)
             pending = retry
         return {k: [done[k, i] for i in range(len(fitted))] for k in chosen}

@@ -1,8 +1,9 @@
 """Tokenizing exactly like seqio, without seqio or TensorFlow: `Tokenizer`.
 
-Bottom up: `checks` (what a model allows the memo to do), `entries` (what the memo holds),
-`segment` (a unigram model's guard against ties, and the Viterbi that re-segments tied words),
-`memo` (sentences and words segmented once), `tokenizer` (`Tokenizer`, the one entry point).
+Bottom up: `checks` (what a model allows the memo and joining to do), `entries` (what the memo
+holds), `segment` (a unigram model's guard against ties, and the Viterbi that re-segments tied
+words), `memo` (sentences and words segmented once), `tokenizer` (`Tokenizer`, the one entry
+point; `join`: a text's ids from its parts', where exact).
 """
 
 from p3data.tokenize.checks import (
