@@ -119,17 +119,17 @@ class ExemplarPool:
 
     def fitting(self, budget: int) -> int:
         """How many exemplars cost at most `budget` tokens: they are positions [0, result)."""
-        return int(np.searchsorted(self.costs, budget, side="right"))
+        return int(self.costs.searchsorted(budget, side="right"))
 
     def position_of_row(self, row: int) -> int | None:
         ordered = self._sorted_rows
-        i = int(np.searchsorted(ordered, row))
+        i = int(ordered.searchsorted(row))
         return int(self._row_positions[i]) if i < len(ordered) and ordered[i] == row else None
 
     def positions_with_key(self, key: int) -> np.ndarray:
         """Positions of the exemplars whose input has this key (e.g. the query's)."""
         ordered, key = self._sorted_keys, np.uint64(key)
-        lo, hi = np.searchsorted(ordered, key), np.searchsorted(ordered, key, side="right")
+        lo, hi = ordered.searchsorted(key), ordered.searchsorted(key, side="right")
         return self._key_positions[lo:hi]
 
     def save(self, folder: str | Path) -> None:
