@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from p3data import __version__
 from p3data.builder.pools import fewshot_record
 from p3data.fewshot import AnySpec, VariantSpec
+from p3data.fewshot.pool import POOL_FILES
 from p3data.format.manifest import FORMAT_VERSION
 from p3data.templates import Template
 
@@ -49,5 +50,5 @@ def pool_fingerprint(config: CacheConfig, spec: VariantSpec, split: str,
                "split": split, "template": [spec.template.id, template_digest(spec.template)],
                "separators": [settings.exemplar_separator, settings.example_separator],
                "rows": identity, "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
-               "seed": config.seed}
+               "seed": config.seed, "files": POOL_FILES}  # a pool of other files is rebuilt
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
