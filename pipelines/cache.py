@@ -162,21 +162,12 @@ class CompleteTask(_TasksDoFn):
 
 def build(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
     config, tasks = plan.config, plan.tasks
-    pools = {pool.name: pool for unit in plan.pool_units for pool in unit.pools}
-    ready = (
-        pipeline
-        | "Pool units" >> beam.Create(plan.pool_units)
-        | "Spread pool units" >> beam.Reshuffle()
-        | "Build pool parts" >> beam.ParDo(BuildPoolParts(config))
-        | "Group parts by pool" >> beam.GroupByKey()
-        | "Merge pools" >> beam.ParDo(MergePool(config, pools))
-    )
+    pools_ready = [beam.pvalue.AsList(_pool_stage(pipeline, plan))] if plan.pool_units else []
     plans = (
         pipeline
         | "Units" >> beam.Create(plan.units)
         | "Spread units" >> beam.Reshuffle()
-        | "Render and tokenize shards" >> beam.ParDo(RenderShard(config),
-                                                      beam.pvalue.AsList(ready))
+        | "Render and tokenize shards" >> beam.ParDo(RenderShard(config), *pools_ready)
         | "Group by task split" >> beam.GroupByKey()
         | "Plan splits" >> beam.ParDo(PlanSplit(config, tasks))
     )
@@ -194,6 +185,20 @@ def build(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
         | "Finish splits" >> beam.ParDo(FinishSplit(config, tasks))
         | "Group by task" >> beam.GroupByKey()
         | "Complete tasks" >> beam.ParDo(CompleteTask(config, tasks))
+    )
+
+
+def _pool_stage(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
+    """The exemplar pools the plan's few-shot variants draw from (a run without variants has
+    no such stage, and its job graph carries the model once)."""
+    pools = {pool.name: pool for unit in plan.pool_units for pool in unit.pools}
+    return (
+        pipeline
+        | "Pool units" >> beam.Create(plan.pool_units)
+        | "Spread pool units" >> beam.Reshuffle()
+        | "Build pool parts" >> beam.ParDo(BuildPoolParts(plan.config))
+        | "Group parts by pool" >> beam.GroupByKey()
+        | "Merge pools" >> beam.ParDo(MergePool(plan.config, pools))
     )
 
 
