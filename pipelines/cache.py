@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import apache_beam as beam
+from p3data.pipelines.workers import service_refusals
 
 from p3data import fs
 from p3data.builder.finalize import (
@@ -208,6 +209,8 @@ def graph_runner(pipeline: beam.Pipeline) -> Callable[[CachePlan], None]:
 
     def run_graph(plan: CachePlan) -> None:
         build(pipeline, plan)
-        pipeline.run().wait_until_finish()
+        with service_refusals(pipeline):
+            result = pipeline.run()
+        result.wait_until_finish()
 
     return run_graph

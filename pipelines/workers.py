@@ -13,12 +13,16 @@ gs://. Dataflow's workers also need p3data itself: it is staged with the job.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PortableOptions, SetupOptions, WorkerOptions
 from apache_beam.portability import python_urns
 
+from p3data.errors import P3DataError
 from p3data.staging import build_wheel
 
 LOOPBACK = ("LOOPBACK", python_urns.EMBEDDED_PYTHON_LOOPBACK)
@@ -57,3 +61,28 @@ def stage_p3data(pipeline: beam.Pipeline, folder: Path) -> Path | None:
     wheel = build_wheel(folder)
     setup.extra_packages = [str(wheel)]
     return wheel
+
+
+def check_submission_client(pipeline: beam.Pipeline) -> None:
+    """Dataflow's runner imports its API client only when it submits, after the output folder
+    was planned and withdrawn: without Beam's GCP packages, refuse before anything."""
+    if not _is(pipeline, "DataflowRunner"):
+        return
+    try:
+        importlib.import_module("apache_beam.runners.dataflow.internal.apiclient")
+    except ImportError as err:
+        raise P3DataError(f"DataflowRunner needs Beam's GCP packages, which p3data's 'gcp' "
+                          f"extra installs: pip install 'p3data[gcp]' ({err})") from None
+
+
+@contextmanager
+def service_refusals(pipeline: beam.Pipeline) -> Iterator[None]:
+    """A job the runner's service refuses (Dataflow answering the submission with an error: a
+    bad option, a quota, a permission) is one line naming the runner and its answer."""
+    try:
+        yield
+    except Exception as err:
+        if not type(err).__module__.startswith("google.api_core"):
+            raise
+        answer = " ".join(str(err).split())
+        raise P3DataError(f"{type(pipeline.runner).__name__} refused the job: {answer}") from None

@@ -6,6 +6,7 @@ build tasks in test_share_nothing.py."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import math
 import os
@@ -147,7 +148,10 @@ def test_an_installed_p3data_stages_itself_for_dataflow(worker_venv, gcs_server,
             "--output-dir", f"{bucket}/out", *DATAFLOW, f"--temp_location={bucket}/tmp",
             f"--dataflow_endpoint={dataflow.url}", "--no_auth", cwd=tmp_path,
             env=gcs_server.environment)
-    assert "400 POST" in result.stderr and "a stand-in for Dataflow" in result.stderr
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1].startswith(
+        "p3data: error: DataflowRunner refused the job: 400 POST ")
+    assert result.stderr.splitlines()[-1].endswith(": a stand-in for Dataflow")
     assert [line for line in result.stderr.splitlines() if "staging" in line] == [
         f"[p3data cache] staging p3data {__version__} for Dataflow's workers: {wheel.name} "
         "(--extra_package; --setup_file, --extra_package or --sdk_container_image stage your "
@@ -161,6 +165,25 @@ def test_an_installed_p3data_stages_itself_for_dataflow(worker_venv, gcs_server,
                           for package in pool["packages"]]
     print(f"\nDataflow job request: {len(body):,} bytes (the pipeline proto is staged beside "
           "the wheel, as pipeline.pb)")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("google.cloud.dataflow") is not None,
+                    reason="Beam's GCP packages are installed here (make test's .venv has none)")
+def test_dataflow_without_beams_gcp_packages_is_refused_before_anything(gcs_server, bucket,
+                                                                        tmp_path):
+    """Beam would import its Dataflow client only to submit, after planning and withdrawing."""
+    fs.write_files({f"{bucket}/mirror/super_glue/copa/{path.name}": path.read_bytes()
+                    for path in (SAMPLES_DIR / "super_glue" / "copa").glob("*.jsonl")})
+    result = subprocess.run(
+        [P3DATA, "cache", "--tasks", "super_glue_copa_exercise", "--vocab", str(SAMPLE_VOCAB),
+         "--data-dir", f"{bucket}/mirror", "--output-dir", f"{bucket}/out", *DATAFLOW,
+         f"--temp_location={bucket}/tmp"], capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ})
+    assert result.returncode == 2, result.stderr[-3000:]
+    [line] = result.stderr.splitlines()
+    assert line.startswith("p3data: error: DataflowRunner needs Beam's GCP packages, which "
+                           "p3data's 'gcp' extra installs: pip install 'p3data[gcp]' (")
+    assert fs.glob(f"{bucket}/out/**") == [] and list(tmp_path.iterdir()) == []
 
 
 def test_worker_requirements_keep_the_builders_and_markers_without_extras():

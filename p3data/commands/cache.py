@@ -63,11 +63,16 @@ def run(args: argparse.Namespace) -> int:
           tempfile.TemporaryDirectory(prefix="p3data-staging-") as staging):
         from p3data.pipelines.cache import graph_runner  # Beam: its import talks too
         from p3data.pipelines.options import beam_pipeline
-        from p3data.pipelines.workers import remote_workers, stage_p3data
+        from p3data.pipelines.workers import (
+            check_submission_client,
+            remote_workers,
+            stage_p3data,
+        )
 
         pipeline = beam_pipeline(args.beam_args, own_options=args.own_options)
         if workers := remote_workers(pipeline):
             _check_shared(_worker_paths(args, config, specs), workers)
+        check_submission_client(pipeline)
         if wheel := stage_p3data(pipeline, Path(staging)):
             print(f"[p3data cache] staging p3data {__version__} for Dataflow's workers: "
                   f"{wheel.name} (--extra_package; --setup_file, --extra_package or "
