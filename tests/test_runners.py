@@ -47,6 +47,7 @@ def test_steps_carry_where_the_plan_is_and_a_process_reads_it_once(tmp_path):
     from apache_beam.internal import pickler
     from p3data.pipelines import cache
 
+    from p3data import fs
     from p3data.builder.plan import CacheConfig, build_plan
     from p3data.builder.shipping import ship
     from p3data.datasets.samples import SAMPLES_DIR
@@ -68,5 +69,5 @@ def test_steps_carry_where_the_plan_is_and_a_process_reads_it_once(tmp_path):
         step.setup()
         received.append(step.plan)
         if len(received) == 1:
-            shipped.withdraw()  # read by the first step only: the others have it already
+            fs.delete([shipped.path])  # read by the first step only: the others have it
     assert received[0] == plan and all(each is received[0] for each in received)

@@ -45,8 +45,11 @@ class ShippedPlan:
             return _received[self.path]
 
     def withdraw(self) -> None:
-        """Remove the plan once its job has finished."""
+        """Remove the plan once its job has finished, and this process's copy (an in-process
+        runner's steps ran here)."""
         fs.delete([self.path])
+        with _receiving:
+            _received.pop(self.path, None)
 
 
 def ship(plan: CachePlan) -> ShippedPlan:
