@@ -23,7 +23,7 @@ from pathlib import Path
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from common import write_mirror
-from p3data.pipelines.cache import build
+from p3data.pipelines.cache import graph_runner
 
 from p3data import fs, t0
 from p3data.builder.plan import CacheConfig, CachePlan, build_plan
@@ -39,9 +39,7 @@ WORKERS = {1: [], 2: ["--direct_num_workers=2", "--direct_running_mode=multi_pro
 def run(plan: CachePlan, workers: int) -> float:
     """Run the whole graph; returns its wall seconds."""
     start = time.monotonic()
-    pipeline = beam.Pipeline(options=PipelineOptions(WORKERS[workers]))
-    build(pipeline, plan)
-    pipeline.run().wait_until_finish()
+    graph_runner(beam.Pipeline(options=PipelineOptions(WORKERS[workers])))(plan)
     return time.monotonic() - start
 
 

@@ -13,6 +13,9 @@
           --CoGroupByKey (task, split), plan and shard digests--> info, stats, split summary
           --GroupByKey task--> manifest, then COMPLETED (only if every split is complete)
 
+The graph holds the units' indices only: each step reads the plan (settings, model, tasks,
+units) from the work folder, where `graph_runner` ships it before the job starts
+(`p3data.builder.shipping`).
 Each stage skips what a previous run already finished with the same settings, so a rerun
 after a crash redoes only the missing shards. `p3data.builder.driver.run_cache` drives a run;
 `graph_runner` is the graph it runs.
@@ -36,40 +39,55 @@ from p3data.builder.finalize import (
     plan_split,
     write_shard,
 )
-from p3data.builder.plan import CacheConfig, CachePlan, TaskInfo, WorkUnit
+from p3data.builder.plan import CacheConfig, CachePlan, TaskInfo
 from p3data.builder.pool_work import build_pool_parts, merge_pool
-from p3data.builder.pools import PoolSpec, PoolUnit
 from p3data.builder.shard_work import process_unit
+from p3data.builder.shipping import ShippedPlan, ship
 from p3data.format.work import SplitSummary, UnitMarker, write_record
 from p3data.tokenize import Tokenizer
 
 
-class _Tokenizing(beam.DoFn):
-    """A step that tokenizes: it ships the model, and loads it once per worker."""
+class _PlanStep(beam.DoFn):
+    """A step of the plan's job: it carries where the plan is, and reads it once per worker
+    process (`p3data.builder.shipping`)."""
 
-    def __init__(self, config: CacheConfig):
-        self.config = config
-        self.tokenizer: Tokenizer | None = None
+    def __init__(self, shipped: ShippedPlan):
+        self.shipped = shipped
+        self.plan: CachePlan | None = None
 
     def setup(self) -> None:
+        self.plan = self.shipped.receive()
+
+    @property
+    def config(self) -> CacheConfig:
+        return self.plan.config
+
+
+class _Tokenizing(_PlanStep):
+    """A step that tokenizes: it loads the plan's model once per worker."""
+
+    def setup(self) -> None:
+        super().setup()
         self.tokenizer = Tokenizer(self.config.vocab_model, self.config.extra_ids)
 
 
 class BuildPoolParts(_Tokenizing):
-    """The pool stage for one source shard; emits (pool name, part index) for every pool it
-    feeds."""
+    """The pool stage for one source shard (the index of a pool unit); emits (pool name,
+    part index) for every pool it feeds."""
 
-    def process(self, unit: PoolUnit) -> Iterator[tuple[str, int]]:
+    def process(self, index: int) -> Iterator[tuple[str, int]]:
+        unit = self.plan.pool_units[index]
         build_pool_parts(self.config, unit, self.tokenizer)
         for pool in unit.pools:
             yield pool.name, unit.index
 
 
-class MergePool(beam.DoFn):
+class MergePool(_PlanStep):
     """Emits the pool's name once its parts are merged (or its failure recorded)."""
 
-    def __init__(self, config: CacheConfig, pools: dict[str, PoolSpec]):
-        self.config, self.pools = config.without_model(), pools
+    def setup(self) -> None:
+        super().setup()
+        self.pools = self.plan.pools
 
     def process(self, element: tuple[str, Iterable[int]]) -> Iterator[str]:
         name, _ = element
@@ -78,11 +96,13 @@ class MergePool(beam.DoFn):
 
 
 class RenderShard(_Tokenizing):
-    """Stage 1 for one unit; emits ((task, split), shard index) for every output. Its side
-    input, the pools' names, is only there to make it wait for the pool stage."""
+    """Stage 1 for one unit (its index in the plan); emits ((task, split), shard index) for
+    every output. Its side input, the pools' names, is only there to make it wait for the
+    pool stage."""
 
-    def process(self, unit: WorkUnit,
+    def process(self, index: int,
                 pools: Sequence[str] = ()) -> Iterator[tuple[tuple[str, str], int]]:
+        unit = self.plan.units[index]
         if process_unit(self.config, unit, self.tokenizer):  # a failed unit is redone
             write_record(self.config.workdir.unit_marker(unit.name),
                          UnitMarker(unit.rows, unit.key))
@@ -93,12 +113,12 @@ class RenderShard(_Tokenizing):
 SplitPlan = SplitAssembly | SplitSummary  # what stage 2 does with a task split
 
 
-class _TasksDoFn(beam.DoFn):
-    """Stage 2 and 3 steps, which need the settings (not the model) and the tasks being
-    built."""
+class _TasksDoFn(_PlanStep):
+    """Stage 2 and 3 steps, which need the tasks being built."""
 
-    def __init__(self, config: CacheConfig, tasks: dict[str, TaskInfo]):
-        self.config, self.tasks = config.without_model(), tasks
+    @property
+    def tasks(self) -> dict[str, TaskInfo]:
+        return self.plan.tasks
 
 
 class PlanSplit(_TasksDoFn):
@@ -161,56 +181,61 @@ class CompleteTask(_TasksDoFn):
         yield task
 
 
-def build(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
-    config, tasks = plan.config, plan.tasks
-    pools_ready = [beam.pvalue.AsList(_pool_stage(pipeline, plan))] if plan.pool_units else []
+def build(pipeline: beam.Pipeline, plan: CachePlan, shipped: ShippedPlan) -> beam.PCollection:
+    """The plan's graph; its steps read the plan from where it was `shipped`, so the graph
+    holds the units' indices, not the units."""
+    pools_ready = ([beam.pvalue.AsList(_pool_stage(pipeline, plan, shipped))]
+                   if plan.pool_units else [])
     plans = (
         pipeline
-        | "Units" >> beam.Create(plan.units)
+        | "Units" >> beam.Create(range(len(plan.units)))
         | "Spread units" >> beam.Reshuffle()
-        | "Render and tokenize shards" >> beam.ParDo(RenderShard(config), *pools_ready)
+        | "Render and tokenize shards" >> beam.ParDo(RenderShard(shipped), *pools_ready)
         | "Group by task split" >> beam.GroupByKey()
-        | "Plan splits" >> beam.ParDo(PlanSplit(config, tasks))
+        | "Plan splits" >> beam.ParDo(PlanSplit(shipped))
     )
     shards = (
         plans
         | "Parts" >> beam.FlatMap(_part_jobs)
         | "Spread parts" >> beam.Reshuffle()
-        | "Deal parts" >> beam.ParDo(DealPart(config, tasks))
+        | "Deal parts" >> beam.ParDo(DealPart(shipped))
         | "Group dealt parts by output shard" >> beam.GroupByKey()
-        | "Write output shards" >> beam.ParDo(WriteShard(config, tasks))
+        | "Write output shards" >> beam.ParDo(WriteShard(shipped))
     )
     return (
         {"plan": plans, "shards": shards}
         | "Join shards to their split" >> beam.CoGroupByKey()
-        | "Finish splits" >> beam.ParDo(FinishSplit(config, tasks))
+        | "Finish splits" >> beam.ParDo(FinishSplit(shipped))
         | "Group by task" >> beam.GroupByKey()
-        | "Complete tasks" >> beam.ParDo(CompleteTask(config, tasks))
+        | "Complete tasks" >> beam.ParDo(CompleteTask(shipped))
     )
 
 
-def _pool_stage(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
+def _pool_stage(pipeline: beam.Pipeline, plan: CachePlan,
+                shipped: ShippedPlan) -> beam.PCollection:
     """The exemplar pools the plan's few-shot variants draw from (a run without variants has
-    no such stage, and its job graph carries the model once)."""
-    pools = {pool.name: pool for unit in plan.pool_units for pool in unit.pools}
+    no such stage)."""
     return (
         pipeline
-        | "Pool units" >> beam.Create(plan.pool_units)
+        | "Pool units" >> beam.Create(range(len(plan.pool_units)))
         | "Spread pool units" >> beam.Reshuffle()
-        | "Build pool parts" >> beam.ParDo(BuildPoolParts(plan.config))
+        | "Build pool parts" >> beam.ParDo(BuildPoolParts(shipped))
         | "Group parts by pool" >> beam.GroupByKey()
-        | "Merge pools" >> beam.ParDo(MergePool(plan.config, pools))
+        | "Merge pools" >> beam.ParDo(MergePool(shipped))
     )
 
 
 def graph_runner(pipeline: beam.Pipeline) -> Callable[[CachePlan], None]:
     """The driver's `run_graph` on this pipeline (from `beam_pipeline`, whose options are
-    checked before the driver touches the folder)."""
+    checked before the driver touches the folder): it ships the plan, runs its graph, and
+    removes the plan once the job has finished."""
 
     def run_graph(plan: CachePlan) -> None:
-        build(pipeline, plan)
+        shipped = ship(plan)
+        build(pipeline, plan, shipped)
         with service_refusals(pipeline):
             result = pipeline.run()
         result.wait_until_finish()
+        shipped.withdraw()
 
     return run_graph

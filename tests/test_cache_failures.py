@@ -83,6 +83,8 @@ def test_an_empty_source_split_fails(tmp_path):
     assert result.returncode == 1
     assert "source split 'test' has no rows (the catalog lists 500)" in _failed_lines(result)[COPA]
     assert (out / RTE / "COMPLETED").exists()
+    work = out / ".p3data-work"  # kept for the rerun, without the plan its job read
+    assert work.exists() and not list(work.glob("plan-*"))
 
 
 def _cache_failing_copa(out: Path, error: str) -> subprocess.CompletedProcess:

@@ -20,10 +20,12 @@ import pytest
 from helpers.cache import P3DATA
 from helpers.venvs import ROOT
 
-from p3data import __version__, fs, t0
-from p3data.builder.plan import CacheConfig, CachePlan, build_plan
+from p3data import __version__, fs
+from p3data.builder.plan import CacheConfig, CachePlan, WorkUnit, build_plan
+from p3data.builder.shipping import ship
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.shards import ROWS_PER_SHARD
+from p3data.fewshot.definitions import load_definitions
 from p3data.staging import build_wheel, worker_requirements
 from p3data.vocab import SAMPLE_VOCAB
 
@@ -225,42 +227,58 @@ def test_a_remote_run_refuses_paths_only_this_machine_can_open(gcs_server, bucke
     assert set(requests.by_method()) <= {"GET"}  # Beam's checks of --temp_location's bucket
 
 
-def _graph_bytes(plan: CachePlan) -> int:
-    """The pipeline proto Beam would submit for this plan, serialized."""
+def _shipped(plan: CachePlan) -> tuple[int, int]:
+    """The pipeline proto Beam would submit for this plan, serialized, and the plan its steps
+    read from the work folder: their sizes."""
     import apache_beam as beam
     from p3data.pipelines.cache import build
 
     pipeline = beam.Pipeline(runner="DirectRunner")
-    build(pipeline, plan)
-    return len(pipeline.to_runner_api().SerializeToString())
+    shipped = ship(plan)
+    build(pipeline, plan, shipped)
+    return len(pipeline.to_runner_api().SerializeToString()), fs.size(shipped.path)
 
 
 def _at_p3_scale(plan: CachePlan) -> CachePlan:
-    """The plan with each dataset split's source shards as P3's row counts (the catalog's)
-    make them: units of `ROWS_PER_SHARD` rows."""
-    first = {(u.job.entry.name, u.job.source_split): u for u in reversed(plan.units)}
-    units = []
-    for unit in first.values():
-        rows = unit.job.entry.splits.get(unit.job.source_split) or 1
-        count = math.ceil(rows / ROWS_PER_SHARD)
-        units += [dataclasses.replace(unit, index=i, count=count, shard=dataclasses.replace(
-            unit.shard, start=i * ROWS_PER_SHARD, stop=min(rows, (i + 1) * ROWS_PER_SHARD)))
-            for i in range(count)]
-    return dataclasses.replace(plan, units=units)
+    """The plan with each dataset split's source shards, its pools' too, as P3's row counts
+    (the catalog's) make them: units of `ROWS_PER_SHARD` rows."""
+
+    def scaled(units: list, where) -> list:
+        first = {}  # (dataset, split) -> its entry, and its first unit to copy
+        for unit in units:
+            entry, split = where(unit)
+            first.setdefault((entry.name, split), (entry, split, unit))
+        more = []
+        for entry, split, unit in first.values():
+            rows = entry.splits.get(split) or 1
+            count = math.ceil(rows / ROWS_PER_SHARD)
+            more += [dataclasses.replace(
+                unit, index=i, **({"count": count} if isinstance(unit, WorkUnit) else {}),
+                shard=dataclasses.replace(unit.shard, start=i * ROWS_PER_SHARD,
+                                          stop=min(rows, (i + 1) * ROWS_PER_SHARD)))
+                for i in range(count)]
+        return more
+
+    return dataclasses.replace(
+        plan, units=scaled(plan.units, lambda unit: (unit.job.entry, unit.job.source_split)),
+        pool_units=scaled(plan.pool_units, lambda unit: (unit.entry, unit.split)))
 
 
-def test_the_job_graph_of_every_task_is_far_below_dataflows_limit(tmp_path):
-    """All 983 tasks, every split, planned from the bundled samples (no Dataflow contact) with
-    an incompressible model of T5's vocabulary's size; then with P3's row counts."""
-    specs = t0.select(t0.load_definitions(), [], [".*"])
+def test_the_job_graph_of_every_task_and_variant_is_far_below_dataflows_limit(tmp_path):
+    """All 983 tasks and their 3,932 few-shot variants, every split, planned from the bundled
+    samples (no Dataflow contact) with an incompressible model of T5's vocabulary's size;
+    then with P3's row counts. The graph carries the units' indices; the plan, the model
+    with it, goes once to the work folder."""
+    specs = load_definitions().select([], [".*"])
     config = CacheConfig(output_dir=str(tmp_path), vocab_model=os.urandom(T5_MODEL_BYTES),
                          data_dir=str(SAMPLES_DIR))
     plan = build_plan(config, specs)
-    assert len(specs) == len(plan.tasks) == 983 and not plan.failed
+    assert len(specs) == len(plan.tasks) == 4915 and not plan.failed
     p3 = _at_p3_scale(plan)
-    sizes = {len(plan.units): _graph_bytes(plan), len(p3.units): _graph_bytes(p3)}
-    measured = ", ".join(f"{size / 1e6:.2f} MB with {units:,} source shards"
-                         for units, size in sizes.items())
-    print(f"\njob graph of {len(plan.tasks)} tasks ({plan.task_splits:,} task splits): {measured}")
-    assert len(p3.units) > len(plan.units)
-    assert all(size < 3_000_000 < DATAFLOW_LIMIT / 3 for size in sizes.values())
+    assert len(p3.units) > len(plan.units) and len(p3.pool_units) > len(plan.pool_units)
+    sizes = [(each, *_shipped(each)) for each in (plan, p3)]
+    for each, graph, shipped in sizes:
+        print(f"\njob graph of {len(each.tasks):,} tasks ({each.task_splits:,} task splits, "
+              f"{len(each.units):,} + {len(each.pool_units):,} pool source shards): "
+              f"{graph / 1e6:.3f} MB; the plan it reads: {shipped / 1e6:.2f} MB")
+    assert all(graph < 150_000 < DATAFLOW_LIMIT / 50 for _, graph, _ in sizes)

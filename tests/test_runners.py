@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 from helpers.cache import run_cache, t0_only, tree
 
@@ -42,20 +40,34 @@ def test_dask_cluster_with_two_worker_processes(in_process, tmp_path):
     assert tree(tmp_path) == in_process
 
 
-def test_only_the_tokenizing_step_ships_the_model(tmp_path):
-    """Beam pickles (and compresses) every step's settings more than once: the model goes with
-    the step that tokenizes only; the others carry its digest, which the manifest records."""
+def test_steps_carry_where_the_plan_is_and_a_process_reads_it_once(tmp_path):
+    """Beam pickles every step into the job (compressed, then base64): each carries the path
+    of the plan the driver shipped to the work folder, not the model, the tasks or the units;
+    set up, every step has that plan, read once per process."""
     from apache_beam.internal import pickler
-    from p3data.pipelines.cache import CompleteTask, PlanSplit, RenderShard
+    from p3data.pipelines import cache
 
-    from p3data.builder.plan import CacheConfig
+    from p3data import fs
+    from p3data.builder.plan import CacheConfig, build_plan
+    from p3data.builder.shipping import ship
+    from p3data.datasets.samples import SAMPLES_DIR
+    from p3data.fewshot.definitions import load_definitions
     from p3data.vocab import SAMPLE_VOCAB
 
-    model = SAMPLE_VOCAB.read_bytes()
-    config = CacheConfig(output_dir=str(tmp_path), vocab_model=model)
-    assert pickler.loads(pickler.dumps(RenderShard(config))).config.vocab_model == model
-    for step in (PlanSplit(config, {}), CompleteTask(config, {})):
-        shipped = pickler.loads(pickler.dumps(step)).config
-        assert shipped.vocab_model == b""
-        assert shipped.vocab_sha256 == hashlib.sha256(model).hexdigest()
-        assert shipped.without_model() == shipped
+    config = CacheConfig(output_dir=str(tmp_path), vocab_model=SAMPLE_VOCAB.read_bytes(),
+                         data_dir=str(SAMPLES_DIR))
+    plan = build_plan(config, load_definitions().select([], [TASKS]))
+    assert plan.units and plan.pool_units and len(config.vocab_model) > 200_000
+    shipped = ship(plan)
+    steps = [cache.BuildPoolParts, cache.MergePool, cache.RenderShard, cache.PlanSplit,
+             cache.DealPart, cache.WriteShard, cache.FinishSplit, cache.CompleteTask]
+    payloads = [pickler.dumps(step(shipped)) for step in steps]
+    assert max(len(payload) for payload in payloads) < 3_000
+    received = []
+    for payload in payloads:
+        step = pickler.loads(payload)
+        step.setup()
+        received.append(step.plan)
+        if len(received) == 1:
+            fs.delete([shipped.path])  # read by the first step only: the others have it
+    assert received[0] == plan and all(each is received[0] for each in received)

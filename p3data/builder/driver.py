@@ -84,8 +84,7 @@ def _announce(plan: CachePlan, selected: int, swept: int, out: TextIO) -> None:
           f"shards, {plan.rows + plan.resumed_rows:,} rows{resumed}), {len(plan.done)} already "
           f"complete{failed}{skipped}", file=out, flush=True)
     if plan.pool_units:
-        pools = len({pool.name for unit in plan.pool_units for pool in unit.pools})
-        print(f"[p3data cache] few-shot variants: {pools:,} exemplar pools first "
+        print(f"[p3data cache] few-shot variants: {len(plan.pools):,} exemplar pools first "
               f"({len(plan.pool_units):,} source shards)", file=out, flush=True)
     if swept:
         print(f"[p3data cache] removed {swept} temporary files left by an interrupted run",

@@ -19,7 +19,7 @@ import hashlib
 import json
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from p3data import fs, t0
 from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE
@@ -106,7 +106,7 @@ class WorkUnit:
 
 @dataclass(frozen=True)
 class CacheConfig:
-    """Everything workers need, small enough to ship with every unit."""
+    """A run's settings: everything its workers need besides the tasks and the units."""
 
     output_dir: str
     vocab_model: bytes
@@ -120,17 +120,12 @@ class CacheConfig:
     # A task split fails when more of its rows than this fail to render (drops by T0's row
     # rule are not failures). Not in the fingerprint: it decides success, not the bytes.
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
-    vocab_sha256: str = ""  # of `vocab_model`, set from it (kept by `without_model`)
+    vocab_sha256: str = ""  # of `vocab_model`, set from it
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "output_dir", fs.canonical(self.output_dir))
         if self.vocab_model:
             object.__setattr__(self, "vocab_sha256", hashlib.sha256(self.vocab_model).hexdigest())
-
-    def without_model(self) -> CacheConfig:
-        """These settings for the steps after tokenizing, which need only the model's digest:
-        Beam pickles and compresses each step's settings more than once."""
-        return replace(self, vocab_model=b"")
 
     @property
     def workdir(self) -> WorkDir:
@@ -177,6 +172,11 @@ class CachePlan:
     @property
     def task_splits(self) -> int:
         return sum(len(info.splits) for info in self.tasks.values())
+
+    @property
+    def pools(self) -> dict[str, PoolSpec]:
+        """The exemplar pools the pool units feed, by name."""
+        return {pool.name: pool for unit in self.pool_units for pool in unit.pools}
 
 
 def describe_bug(err: BaseException) -> tuple[str, str]:

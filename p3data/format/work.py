@@ -1,6 +1,9 @@
 """The work folder a build keeps while it runs, `<output>/.p3data-work/`: its paths and its
-typed records. The stages write these and the driver reads them; nothing else does.
+typed records. The stages write these and the driver reads them (the plan the other way
+round); nothing else does.
 
+    plan-<sha256>.pickle            the run's plan, which the graph's steps read
+                                    (`p3data.builder.shipping`; removed once the job ends)
     units/<unit>.json               UnitMarker: a source shard stage 1 has finished
     <task>/<split>/part-NNNNN.tfrecord   stage 1's records for a task split and source shard
     <task>/<split>/part-NNNNN.json  PartMeta: written after the records, so a meta with the
@@ -50,6 +53,9 @@ class WorkDir:
 
     def __init__(self, output_dir: str):
         self.root = fs.join(output_dir, WORK_DIR)
+
+    def plan(self, digest: str) -> str:
+        return fs.join(self.root, f"plan-{digest}.pickle")
 
     def unit_marker(self, name: str) -> str:
         return fs.join(self.root, "units", name + ".json")
