@@ -99,6 +99,9 @@ class _TasksDoFn(beam.DoFn):
     def __init__(self, config: CacheConfig, tasks: dict[str, TaskInfo]):
         self.config, self.tasks = config.without_model(), tasks
 
+    def finish_bundle(self) -> None:
+        fs.wait_for_writes()  # the bundle's uploads sent in the background (object stores)
+
 
 class PlanSplit(_TasksDoFn):
     """Emits ((task, split), a `SplitAssembly`, or the `SplitSummary` of a split reused or
