@@ -217,8 +217,9 @@ def write_files(files: Mapping[str, bytes], *, later: bool = False) -> None:
 
 
 def wait_for_writes() -> None:
-    """Until every file `write_files(later=True)` sent is written; the first refused raises,
-    in one line naming it. Nothing to wait for off an object store (written at once)."""
+    """Until every file `write_files(later=True)` sent is written and every folder
+    `delete_tree(later=True)` deleted; the first refused raises, in one line naming it.
+    Nothing to wait for off an object store (written at once)."""
     background().wait()
 
 
@@ -331,11 +332,14 @@ def delete(paths: list[str]) -> None:
             filesystem.rm(local)
 
 
-def delete_tree(path: str) -> None:
+def delete_tree(path: str, *, later: bool = False) -> None:
     """Delete a folder and everything under it, if it exists (on an object store: one
-    listing, then the objects)."""
+    listing, then the objects; with `later`, in the background until `wait_for_writes`,
+    for a folder nothing reads any more)."""
     filesystem, local = resolve(path)
-    if is_object_store(filesystem):  # no folder objects to delete, nor to check first
+    if is_object_store(filesystem) and later:
+        background().delete_tree(filesystem, path, local)
+    elif is_object_store(filesystem):  # no folder objects to delete, nor to check first
         with contextlib.suppress(FileNotFoundError), refusals(path, "list"):
             objects = filesystem.find(local)
         _delete_objects(filesystem, {obj: _full(filesystem, obj, path) for obj in objects})

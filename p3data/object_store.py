@@ -137,40 +137,50 @@ class Upload(io.RawIOBase):
 
 
 class Background:
-    """Uploads in flight while their sender goes on (one a process: `background()`), so a
-    worker's requests overlap with its work and with each other: at most IN_FLIGHT uploads
-    and IN_FLIGHT_BYTES bytes at once, the oldest waited for first. Each object still
-    appears whole or not at all; `wait` is the point by which they have all completed (a
-    step's end of bundle), and raises the first refusal, in one line naming its object."""
+    """Requests in flight while their sender goes on (one a process: `background()`), so a
+    worker's requests overlap with its work and with each other: uploads, and deletes of
+    folders nothing reads any more; at most IN_FLIGHT at once and IN_FLIGHT_BYTES bytes of
+    uploads, the oldest waited for first. Each object still appears whole or not at all;
+    `wait` is the point by which they have all completed (a step's end of bundle), and
+    raises the first refusal, in one line naming its object."""
 
     def __init__(self) -> None:
-        self.sent: collections.deque[tuple[str, int, concurrent.futures.Future]] = (
+        self.sent: collections.deque[tuple[str, str, int, concurrent.futures.Future]] = (
             collections.deque())
         self.held = 0  # bytes of the uploads in flight
 
     def upload(self, filesystem: AbstractFileSystem, path: str, local: str,
                data: bytes) -> None:
         """Send `data` to `local` (`path`, as the caller spells it, names it in an error)."""
-        while self.sent and (len(self.sent) >= IN_FLIGHT
-                             or self.held + len(data) > IN_FLIGHT_BYTES):
-            try:
-                self._complete_oldest()
-            except StoreError:
-                self._drain()  # none left in flight for a later bundle to wait for
-                raise
-        future = asyncio.run_coroutine_threadsafe(filesystem._pipe_file(local, data),
-                                                  filesystem.loop)
-        self.sent.append((path, len(data), future))
-        self.held += len(data)
+        self._send(filesystem, path, "write", filesystem._pipe_file(local, data),
+                   size=len(data))
+
+    def delete_tree(self, filesystem: AbstractFileSystem, path: str, local: str) -> None:
+        """Delete every object under `local` (a listing, then `delete_objects`)."""
+        self._send(filesystem, path, "delete", _delete_tree(filesystem, local), size=0)
 
     def wait(self) -> None:
-        """Until every upload sent has completed; the first refused is raised (the others
+        """Until every request sent has completed; the first refused is raised (the others
         are still waited for, so none is left running)."""
         if refused := self._drain():
             raise refused
 
+    def _send(self, filesystem: AbstractFileSystem, path: str, doing: str, request, *,
+              size: int) -> None:
+        while self.sent and (len(self.sent) >= IN_FLIGHT
+                             or self.held + size > IN_FLIGHT_BYTES):
+            try:
+                self._complete_oldest()
+            except StoreError:
+                request.close()  # never sent
+                self._drain()  # none left in flight for a later bundle to wait for
+                raise
+        future = asyncio.run_coroutine_threadsafe(request, filesystem.loop)
+        self.sent.append((path, doing, size, future))
+        self.held += size
+
     def _drain(self) -> StoreError | None:
-        """Wait for every upload in flight; the first refusal."""
+        """Wait for every request in flight; the first refusal."""
         refused = None
         while self.sent:
             try:
@@ -180,10 +190,22 @@ class Background:
         return refused
 
     def _complete_oldest(self) -> None:
-        path, size, future = self.sent.popleft()
+        path, doing, size, future = self.sent.popleft()
         self.held -= size
-        with refusals(path, "write"):
-            future.result()
+        with refusals(path, doing):
+            answer = future.result()
+        if doing == "delete" and answer:  # objects the store would not delete: the first
+            local, error = next(iter(answer.items()))
+            with refusals(f"{path.split('://', 1)[0]}://{local}", doing):
+                raise error
+
+
+async def _delete_tree(filesystem: AbstractFileSystem, local: str) -> dict[str, Exception]:
+    try:
+        objects = await filesystem._find(local)
+    except FileNotFoundError:
+        return {}
+    return await _delete_objects(filesystem, objects)
 
 
 def background() -> Background:

@@ -6,7 +6,7 @@ several objects at once."""
 from __future__ import annotations
 
 import pytest
-from helpers.gcs import Refusing
+from helpers.gcs import Refusing, Rule
 
 from p3data import fs, object_store
 from p3data.errors import P3DataError
@@ -25,6 +25,16 @@ def objects(root: str, count: int) -> list[str]:
     paths = [f"{root}/{i:03d}" for i in range(count)]
     fs.write_files({path: path.encode() for path in paths})
     return paths
+
+
+def refusing_delete_of(name: str) -> Rule:
+    """A proxy's rule: no permission to delete the object `name` (in a test's bucket)."""
+    target = "/o/" + name.replace("/", "%2F")
+
+    def refuse(method: str, path: str, body: bytes) -> int | None:
+        return 403 if method == "DELETE" and path.endswith(target) else None
+
+    return refuse
 
 
 @pytest.mark.usefixtures("batches_unknown")
@@ -52,16 +62,33 @@ def test_a_refused_batch_delete_falls_back_to_deleting_one_by_one(gcs_server, bu
 def test_an_object_the_store_will_not_delete_is_one_line_naming_it(gcs_server, bucket,
                                                                     monkeypatch):
     paths = objects(f"{bucket}/work", 5)
-    def refuse(method: str, path: str, body: bytes) -> int | None:
-        return 403 if method == "DELETE" and path.endswith("%2F003") else None
-
-    with Refusing(gcs_server.url, refuse) as proxy:
+    with Refusing(gcs_server.url, refusing_delete_of("work/003")) as proxy:
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
         with pytest.raises(P3DataError) as refused:
             fs.delete(paths)
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_server.url)
     assert str(refused.value).startswith(f"{paths[3]}: cannot delete it: permission denied")
     assert fs.walk_files(bucket) == [paths[3]]  # the others are deleted all the same
+
+
+@pytest.mark.usefixtures("batches_unknown")
+def test_a_folder_deleted_in_the_background_is_gone_once_waited_for(gcs_server, bucket,
+                                                                     monkeypatch):
+    objects(f"{bucket}/done", 40)
+    kept = objects(f"{bucket}/kept", 2)
+    fs.delete_tree(f"{bucket}/done", later=True)
+    fs.delete_tree(f"{bucket}/never-made", later=True)
+    fs.wait_for_writes()
+    assert fs.walk_files(bucket) == kept
+
+    with Refusing(gcs_server.url, refusing_delete_of("kept/001")) as proxy:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
+        fs.delete_tree(f"{bucket}/kept", later=True)
+        with pytest.raises(P3DataError) as refused:
+            fs.wait_for_writes()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_server.url)
+    assert str(refused.value).startswith(f"{kept[1]}: cannot delete it: permission denied")
+    assert fs.walk_files(bucket) == [kept[1]]
 
 
 def test_uploads_sent_in_the_background_are_whole_once_waited_for(gcs_server, bucket):

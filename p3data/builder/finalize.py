@@ -304,10 +304,9 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
 
 
 def _free(work_files: str) -> None:
-    """Delete work files a task no longer needs: now on a disk (they are a copy of its
-    data), at the run's end on an object store, where the driver deletes the whole work folder
-    at once (a request per 100 objects on GCS, else 32 deletes at a time) if the run
-    succeeded."""
+    """Delete a split's dealt parts once its shards are written (a copy of its data): now
+    on a disk; on an object store with the task's work folder once the task is complete,
+    in the background (`finalize_task`)."""
     if not on_object_store(work_files):
         fs.delete_tree(work_files)
 
@@ -393,6 +392,6 @@ def finalize_task(config: CacheConfig, info: TaskInfo,
     fs.delete([fs.join(folder, name) for name in sorted(strays)])
     write_manifest(folder, manifest)  # replaces a manifest that recorded the kept splits
     fs.write_bytes(fs.join(folder, layout.COMPLETED), b"")
-    _free(config.workdir.task(task))
+    fs.delete_tree(config.workdir.task(task), later=True)  # its work files, no longer read
     return TaskStatus()
 
