@@ -28,6 +28,8 @@ from fsspec import AbstractFileSystem
 from p3data.errors import P3DataError
 from p3data.object_store import (
     Upload,
+    background,
+    delete_objects,
     gcs_filesystem,
     is_object_store,
     on_object_store,
@@ -147,10 +149,11 @@ def atomic_writer(path: str) -> Iterator[BinaryIO]:
 
 
 @contextlib.contextmanager
-def atomic_writers(paths: Iterable[str]) -> Iterator[dict[str, BinaryIO]]:
+def atomic_writers(paths: Iterable[str], *,
+                   later: bool = False) -> Iterator[dict[str, BinaryIO]]:
     """`atomic_writer` for several files, by path: each appears whole once the block ends,
     none of them if it raises; on an object store the small ones in one round of concurrent
-    uploads."""
+    uploads (with `later`, sent in the background: `write_files`)."""
     paths = list(paths)
     if not paths or not all(on_object_store(path) for path in paths):
         with contextlib.ExitStack() as stack:
@@ -169,7 +172,7 @@ def atomic_writers(paths: Iterable[str]) -> Iterator[dict[str, BinaryIO]]:
         if path not in small:
             with refusals(path, "write"):
                 upload.complete()
-    write_files(small)
+    write_files(small, later=later)
 
 
 def temporary_name(name: str) -> str:
@@ -192,9 +195,16 @@ def write_bytes(path: str, data: bytes) -> None:
         handle.write(data)
 
 
-def write_files(files: Mapping[str, bytes]) -> None:
+def write_files(files: Mapping[str, bytes], *, later: bool = False) -> None:
     """`write_bytes` for several files, in no set order (on an object store concurrently:
-    one round trip); write files one call at a time where the order matters."""
+    one round trip); write files one call at a time where the order matters. With `later`,
+    on an object store the uploads go on in the background until `wait_for_writes` (a
+    step's end of bundle): for files nothing reads before then."""
+    if files and later and all(on_object_store(path) for path in files):
+        filesystem, uploads = resolve(next(iter(files)))[0], background()
+        for path, data in files.items():
+            uploads.upload(filesystem, path, resolve(path)[1], data)
+        return
     if len(files) > 1 and all(on_object_store(path) for path in files):
         filesystem = resolve(next(iter(files)))[0]
         try:
@@ -204,6 +214,13 @@ def write_files(files: Mapping[str, bytes]) -> None:
             pass
     for path, data in files.items():
         write_bytes(path, data)
+
+
+def wait_for_writes() -> None:
+    """Until every file `write_files(later=True)` sent is written and every folder
+    `delete_tree(later=True)` deleted; the first refused raises, in one line naming it.
+    Nothing to wait for off an object store (written at once)."""
+    background().wait()
 
 
 def create_exclusive(path: str, data: bytes) -> None:
@@ -224,6 +241,17 @@ def read_bytes(path: str) -> bytes:
     filesystem, local = resolve(path)
     with _refusals(filesystem, path, "read"):
         return filesystem.cat_file(local)
+
+
+def read_files(paths: list[str]) -> list[bytes]:
+    """`read_bytes` of several files, in their order; on an object store concurrently (one
+    round trip)."""
+    if len(paths) > 1 and all(on_object_store(path) for path in paths):
+        filesystem = resolve(paths[0])[0]
+        with refusals(paths[0], "read"):
+            read = filesystem.cat([resolve(path)[1] for path in paths])
+        return [read[resolve(path)[1]] for path in paths]
+    return [read_bytes(path) for path in paths]
 
 
 def open_read(path: str) -> BinaryIO:
@@ -292,28 +320,40 @@ def files_by_folder(root: str) -> dict[str, list[str]]:
 
 def delete(paths: list[str]) -> None:
     """Delete files (those already gone, or under a file, are fine); on an object store those
-    of one call together, in no set order (batch requests on GCS): delete files one call at a
-    time where the order matters."""
+    of one call together, in no set order (`object_store.delete_objects`): delete files one
+    call at a time where the order matters."""
     resolved = [resolve(path) for path in paths]
     if resolved and all(is_object_store(filesystem) for filesystem, _ in resolved):
-        with contextlib.suppress(FileNotFoundError), refusals(paths[0], "delete"):
-            resolved[0][0].rm([local for _, local in resolved])
+        _delete_objects(resolved[0][0], {local: path for path, (_, local)
+                                         in zip(paths, resolved, strict=True)})
         return
     for filesystem, local in resolved:
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             filesystem.rm(local)
 
 
-def delete_tree(path: str) -> None:
+def delete_tree(path: str, *, later: bool = False) -> None:
     """Delete a folder and everything under it, if it exists (on an object store: one
-    listing, then the objects)."""
+    listing, then the objects; with `later`, in the background until `wait_for_writes`,
+    for a folder nothing reads any more)."""
     filesystem, local = resolve(path)
-    if is_object_store(filesystem):  # no folder objects to delete, nor to check first
-        with contextlib.suppress(FileNotFoundError), refusals(path, "delete"):
-            if objects := filesystem.find(local):
-                filesystem.rm(objects)
+    if is_object_store(filesystem) and later:
+        background().delete_tree(filesystem, path, local)
+    elif is_object_store(filesystem):  # no folder objects to delete, nor to check first
+        with contextlib.suppress(FileNotFoundError), refusals(path, "list"):
+            objects = filesystem.find(local)
+        _delete_objects(filesystem, {obj: _full(filesystem, obj, path) for obj in objects})
     elif filesystem.exists(local):
         filesystem.rm(local, recursive=True)
+
+
+def _delete_objects(filesystem: AbstractFileSystem, paths: Mapping[str, str]) -> None:
+    """Delete objects (`paths`: the store's names -> as the caller spells them); the first
+    the store would not delete is the error, in one line naming it."""
+    if paths and (refused := delete_objects(filesystem, list(paths))):
+        local, error = next(iter(refused.items()))
+        with refusals(paths[local], "delete"):
+            raise error
 
 
 def sweep_temporaries(root: str) -> int:

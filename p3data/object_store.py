@@ -10,6 +10,9 @@ a request: so nothing here renames, makes folders, or asks before it acts.
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import concurrent.futures
 import contextlib
 import io
 import logging
@@ -18,7 +21,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 import fsspec
-from fsspec import AbstractFileSystem
+from fsspec import AbstractFileSystem, asyn
 
 from p3data.errors import P3DataError
 
@@ -26,6 +29,10 @@ from p3data.errors import P3DataError
 OBJECT_STORES = ("gs", "gcs")
 # An object up to this size is read, or uploaded, in one request; a larger one is streamed.
 WHOLE_OBJECT = 16 << 20
+BATCH_DELETES = 100  # GCS's most operations in one batch request
+IN_FLIGHT = 32  # independent requests sent at once (deletes of objects, or of batches)
+# At most this many bytes of uploads sent in the background are held until they complete.
+IN_FLIGHT_BYTES = 4 * WHOLE_OBJECT
 
 
 class StoreError(P3DataError):
@@ -127,6 +134,136 @@ class Upload(io.RawIOBase):
             self.stream.discard()
             self.stream.closed = True  # so that collecting it never completes it
         self.buffer = self.stream = None
+
+
+class Background:
+    """Requests in flight while their sender goes on (one a process: `background()`), so a
+    worker's requests overlap with its work and with each other: uploads, and deletes of
+    folders nothing reads any more; at most IN_FLIGHT at once and IN_FLIGHT_BYTES bytes of
+    uploads, the oldest waited for first. Each object still appears whole or not at all;
+    `wait` is the point by which they have all completed (a step's end of bundle), and
+    raises the first refusal, in one line naming its object."""
+
+    def __init__(self) -> None:
+        self.sent: collections.deque[tuple[str, str, int, concurrent.futures.Future]] = (
+            collections.deque())
+        self.held = 0  # bytes of the uploads in flight
+
+    def upload(self, filesystem: AbstractFileSystem, path: str, local: str,
+               data: bytes) -> None:
+        """Send `data` to `local` (`path`, as the caller spells it, names it in an error)."""
+        self._send(filesystem, path, "write", filesystem._pipe_file(local, data),
+                   size=len(data))
+
+    def delete_tree(self, filesystem: AbstractFileSystem, path: str, local: str) -> None:
+        """Delete every object under `local` (a listing, then `delete_objects`)."""
+        self._send(filesystem, path, "delete", _delete_tree(filesystem, local), size=0)
+
+    def wait(self) -> None:
+        """Until every request sent has completed; the first refused is raised (the others
+        are still waited for, so none is left running)."""
+        if refused := self._drain():
+            raise refused
+
+    def _send(self, filesystem: AbstractFileSystem, path: str, doing: str, request, *,
+              size: int) -> None:
+        while self.sent and (len(self.sent) >= IN_FLIGHT
+                             or self.held + size > IN_FLIGHT_BYTES):
+            try:
+                self._complete_oldest()
+            except StoreError:
+                request.close()  # never sent
+                self._drain()  # none left in flight for a later bundle to wait for
+                raise
+        future = asyncio.run_coroutine_threadsafe(request, filesystem.loop)
+        self.sent.append((path, doing, size, future))
+        self.held += size
+
+    def _drain(self) -> StoreError | None:
+        """Wait for every request in flight; the first refusal."""
+        refused = None
+        while self.sent:
+            try:
+                self._complete_oldest()
+            except StoreError as err:
+                refused = refused or err
+        return refused
+
+    def _complete_oldest(self) -> None:
+        path, doing, size, future = self.sent.popleft()
+        self.held -= size
+        with refusals(path, doing):
+            answer = future.result()
+        if doing == "delete" and answer:  # objects the store would not delete: the first
+            local, error = next(iter(answer.items()))
+            with refusals(f"{path.split('://', 1)[0]}://{local}", doing):
+                raise error
+
+
+async def _delete_tree(filesystem: AbstractFileSystem, local: str) -> dict[str, Exception]:
+    try:
+        objects = await filesystem._find(local)
+    except FileNotFoundError:
+        return {}
+    return await _delete_objects(filesystem, objects)
+
+
+def background() -> Background:
+    """This process's uploads in flight (a forked worker has its own)."""
+    pid = os.getpid()
+    if pid not in _BACKGROUND:
+        _BACKGROUND.clear()
+        _BACKGROUND[pid] = Background()
+    return _BACKGROUND[pid]
+
+
+_BACKGROUND: dict[int, Background] = {}  # by process id
+
+
+def delete_objects(filesystem: AbstractFileSystem, paths: list[str]) -> dict[str, Exception]:
+    """Delete objects (those already gone too): in batch requests of BATCH_DELETES where the
+    store takes them (GCS: a request per 100 objects), else a request each, IN_FLIGHT at a
+    time. A store that refuses a batch (fake-gcs-server answers every part 400) is sent the
+    batch's objects one by one, and no batch again by this process. Returns the store's
+    errors for the objects it would not delete, by path."""
+    return asyn.sync(filesystem.loop, _delete_objects, filesystem, paths)
+
+
+_BATCHLESS: set[str] = set()  # the endpoints of stores that refused a batch request
+
+
+async def _delete_objects(filesystem: AbstractFileSystem,
+                          paths: list[str]) -> dict[str, Exception]:
+    singles = paths
+    if len(paths) > 1 and filesystem._location not in _BATCHLESS:
+        batches = [paths[i:i + BATCH_DELETES] for i in range(0, len(paths), BATCH_DELETES)]
+        first = await _delete_batch(filesystem, batches[0])  # alone: is it refused?
+        if first is None:
+            _BATCHLESS.add(filesystem._location)
+        else:
+            rest = await asyn._run_coros_in_chunks(
+                [_delete_batch(filesystem, batch) for batch in batches[1:]],
+                batch_size=IN_FLIGHT)
+            singles = first + [path for undeleted, batch in zip(rest, batches[1:], strict=True)
+                               for path in (batch if undeleted is None else undeleted)]
+    answers = await asyn._run_coros_in_chunks(
+        [filesystem._rm_file(path) for path in singles], batch_size=IN_FLIGHT,
+        return_exceptions=True)
+    return {path: answer for path, answer in zip(singles, answers, strict=True)
+            if isinstance(answer, Exception) and not isinstance(answer, FileNotFoundError)}
+
+
+async def _delete_batch(filesystem: AbstractFileSystem, paths: list[str]) -> list[str] | None:
+    """One batch request deleting `paths`: those it did not delete (to be sent one by one,
+    whose answers say why), or None if the store refused the batch as a whole."""
+    try:
+        answers = await filesystem._rm_files(paths)
+    except Exception:  # noqa: BLE001 - the batch request itself refused: one by one instead
+        return None
+    deleted = {answer for answer in answers if isinstance(answer, str)}
+    if not deleted and not any("No such object" in str(answer) for answer in answers):
+        return None
+    return [path for path in paths if path not in deleted]
 
 
 @contextlib.contextmanager

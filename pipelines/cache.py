@@ -120,6 +120,9 @@ class _TasksDoFn(_PlanStep):
     def tasks(self) -> dict[str, TaskInfo]:
         return self.plan.tasks
 
+    def finish_bundle(self) -> None:
+        fs.wait_for_writes()  # the bundle's uploads sent in the background (object stores)
+
 
 class PlanSplit(_TasksDoFn):
     """Emits ((task, split), a `SplitAssembly`, or the `SplitSummary` of a split reused or

@@ -198,7 +198,8 @@ def _deal_into_shards(path: str, folder: str, *, score_eval: bool,
                       job: PartJob) -> dict[str, str]:
     """Deal a split's only part straight into its output shards, at most OPEN_SHARDS of them
     open at a time (a pass over the part per group), each written with its record index (on
-    an object store, uploaded together); returns their names and sha256s."""
+    an object store, uploaded together in the background until the step's bundle ends: the
+    next stage reads them, after a GroupByKey); returns their names and sha256s."""
     names = [layout.shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
     written: dict[str, str] = {}
     for low in range(0, job.shards, OPEN_SHARDS):
@@ -207,7 +208,7 @@ def _deal_into_shards(path: str, folder: str, *, score_eval: bool,
         indexes = {shard: fs.join(folder, index_for(names[shard])) for shard in group}
         digests = {shard: hashlib.sha256() for shard in group}
         lengths: dict[int, list[int]] = {shard: [] for shard in group}
-        with fs.atomic_writers([*paths.values(), *indexes.values()]) as writers:
+        with fs.atomic_writers([*paths.values(), *indexes.values()], later=True) as writers:
             position = job.first  # of the next record in the split
             with fs.open_read(path) as part:
                 for block in batched(_final_records(part, path, score_eval, job.offset),
@@ -278,8 +279,9 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     """Once every output shard and its index are written (`shards`: their names and
     sha256s): info and stats JSON, then the split's summary, kept in the work folder so a
     rerun reuses it, and the marker that counts the split assembled (progress). On an object
-    store they are uploaded together: a rerun reuses a summary only when every file it lists
-    was there (`plan.reusable_record`)."""
+    store they are uploaded together, in the background until the step's bundle ends (the
+    task's last stage reads them, after a GroupByKey): a rerun reuses a summary only when
+    every file it lists was there (`plan.reusable_record`)."""
     task, split, record = info.spec.name, assembly.split, assembly.record
     written = sum(layout.is_shard(name) for name in shards)
     if written != record.num_shards or len(shards) != 2 * written:
@@ -296,15 +298,15 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     summary = SplitSummary(split, info.fingerprint, replace(record, files=files))
     fs.write_files({**{fs.join(folder, name): text for name, text in texts.items()},
                     config.workdir.split_summary(task, split): work.record_bytes(summary),
-                    config.workdir.assembled(task, split): b"{}"})
+                    config.workdir.assembled(task, split): b"{}"}, later=True)
     _free(config.workdir.dealt_parts(task, split))
     return summary
 
 
 def _free(work_files: str) -> None:
-    """Delete work files a task no longer needs: now on a disk (they are a copy of its
-    data), at the run's end on an object store, where the driver deletes the whole work folder
-    at once (a request per 100 objects on GCS) if the run succeeded."""
+    """Delete a split's dealt parts once its shards are written (a copy of its data): now
+    on a disk; on an object store with the task's work folder once the task is complete,
+    in the background (`finalize_task`)."""
     if not on_object_store(work_files):
         fs.delete_tree(work_files)
 
@@ -390,6 +392,6 @@ def finalize_task(config: CacheConfig, info: TaskInfo,
     fs.delete([fs.join(folder, name) for name in sorted(strays)])
     write_manifest(folder, manifest)  # replaces a manifest that recorded the kept splits
     fs.write_bytes(fs.join(folder, layout.COMPLETED), b"")
-    _free(config.workdir.task(task))
+    fs.delete_tree(config.workdir.task(task), later=True)  # its work files, no longer read
     return TaskStatus()
 

@@ -9,7 +9,7 @@ from p3data.builder.plan import CachePlan
 from p3data.fewshot import FewshotStats
 from p3data.fewshot.stats import STATS_COLUMNS, STATS_LEGEND
 from p3data.format import layout
-from p3data.format.manifest import read_manifest
+from p3data.format.manifest import read_manifests
 from p3data.tables import text_table
 
 
@@ -35,8 +35,8 @@ def summary_table(result: RunResult) -> str:
     rows, totals = [], [0] * 5
     mismatches: dict[tuple[str, str, str], int] = {}  # (dataset, source split, category) -> rows
     fewshot: list[list] = []
-    for task in tasks:
-        manifest = read_manifest(layout.task_dir(config.output_dir, task, config.p3_layout))
+    folders = [layout.task_dir(config.output_dir, task, config.p3_layout) for task in tasks]
+    for task, manifest in zip(tasks, read_manifests(folders), strict=True):
         if manifest.fewshot is not None:
             stats = FewshotStats.summed(r.fewshot for r in manifest.splits.values())
             fewshot.append([task, *stats.cells()])

@@ -96,7 +96,7 @@ class WorkDir:
 
     def task(self, task: str) -> str:
         """Everything stage 1 and 2 keep for one task (removed once it is complete; on an
-        object store, with the whole work folder at the run's end)."""
+        object store, in the background until the step's end of bundle)."""
         return fs.join(self.root, task)
 
 
