@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from cache_vs_stock import TASKS, count_examples, measure
-from common import DATASETS, write_mirror
+from common import DATASETS, t0_tasks, write_mirror
 
 from p3data.vocab import SAMPLE_VOCAB
 
@@ -36,7 +36,7 @@ def main() -> None:
             if workers == 2 else []
         walls[workers], _, _ = measure([
             str(Path(sys.executable).with_name("p3data")), "cache", "--data-dir", str(mirror),
-            "--vocab", str(SAMPLE_VOCAB), "--tasks", TASKS, "--splits", "train",
+            "--vocab", str(SAMPLE_VOCAB), "--tasks", t0_tasks(TASKS), "--splits", "train",
             "--rows-per-shard", "5000", "--output-dir", str(out), *runner], dict(os.environ))
         print(f"{workers} worker(s): {count_examples(out):,} examples in {walls[workers]:.1f} s")
     print(f"speed-up with 2 workers: {walls[1] / walls[2]:.2f}x")

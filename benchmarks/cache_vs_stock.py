@@ -12,10 +12,9 @@ and p3data's throughput against SentencePiece batch tokenization alone of the sa
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sentencepiece as spm
-from common import DATASETS, PeakMemory, write_mirror
+from common import DATASETS, run_measured, t0_tasks, write_mirror
 
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog
@@ -50,26 +49,33 @@ class BenchSet:
 SHORT = BenchSet("short text", DATASETS, TASKS, "t0_style_tasks")
 
 
+def zero_shot(bench: BenchSet) -> BenchSet:
+    """The set with its T0 tasks only: its pattern would also build their few-shot variants."""
+    return dataclasses.replace(bench, tasks=t0_tasks(bench.tasks))
+
+
 def measure(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     """(wall seconds, CPU seconds of the whole process tree, peak resident bytes)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.monotonic()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    with PeakMemory(process.pid) as memory:
-        stdout, stderr = process.communicate()
-    wall = time.monotonic() - start
-    if process.returncode:  # p3data says why on stdout, in its summary
-        raise SystemExit(f"{command[0]} failed:\n{stderr[-3000:]}{stdout[-3000:]}")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, memory.peak
+    run = run_measured(command, env)
+    return run.wall, run.cpu, run.memory.peak
 
 
-def count_examples(cache: Path) -> int:
+def count_examples(cache: Path, split: str = "train") -> int:
+    """Examples in the cache's `split` of every task (`split="*"`: of every split)."""
+    return count_stats(cache, split, "examples")
+
+
+def count_tokens(cache: Path, split: str = "train") -> int:
+    """Input and target tokens in the cache's `split` of every task: what examples per
+    CPU-second mean depends on their length, so sets of other lengths compare by tokens."""
+    return count_stats(cache, split, "inputs_tokens", "targets_tokens")
+
+
+def count_stats(cache: Path, split: str, *keys: str) -> int:
     import json
 
-    return sum(json.loads(p.read_text())["examples"] for p in cache.rglob("stats.train.json"))
+    return sum(stats.get(key, 0) for path in cache.rglob(f"stats.{split}.json")
+               for stats in [json.loads(path.read_text())] for key in keys)
 
 
 def rendered_texts(mirror: Path, datasets: list[DatasetKey]) -> list[str]:
@@ -113,7 +119,8 @@ def ours_rate(bench: BenchSet, mirror: Path, work: Path, *, workers: int = 1,
                               environment(mirror, vocab))
     examples = count_examples(out)
     print(f"p3data cache, {workers} worker(s): {examples:,} examples, {wall:7.1f} s wall, "
-          f"{cpu:7.1f} CPU-s, {examples / cpu:8,.0f} examples/CPU-s, peak {peak / 2**30:.2f} GiB")
+          f"{cpu:7.1f} CPU-s, {examples / cpu:8,.0f} examples/CPU-s "
+          f"({count_tokens(out) / cpu:,.0f} tokens/CPU-s), peak {peak / 2**30:.2f} GiB")
     return examples / cpu
 
 
@@ -143,7 +150,7 @@ def main() -> None:
     mirror = work / f"mirror-{args.rows}"
     write_mirror(mirror, SHORT.datasets, args.rows)
     print(f"rows: {args.rows:,} per dataset x {len(SHORT.datasets)} datasets (train split)")
-    ours = ours_rate(SHORT, mirror, work)
+    ours = ours_rate(zero_shot(SHORT), mirror, work)
     if not args.skip_stock:
         print(f"speed-up per core: {ours / stock_rate(SHORT, mirror, work):.1f}x (target 50x)")
     floor = floor_rate(rendered_texts(mirror, SHORT.datasets))

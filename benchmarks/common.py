@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import resource
+import subprocess
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +21,16 @@ from p3data.datasets.samples import generate_rows
 
 # Three of T0's training datasets, with all their templates (13 tasks): short texts.
 DATASETS = [DatasetKey("app_reviews"), DatasetKey("dbpedia_14"), DatasetKey("web_questions")]
+# A `--tasks` pattern matches few-shot variants' names (`<task>_<k>shot`) too, as seqio's does:
+# this lookahead keeps T0's tasks only (tests/helpers/cache.py's `t0_only`).
+T0_ONLY = r"(?!.*_[0-9]+shot$)"
+
+
+def t0_tasks(pattern: str) -> str:
+    """A `--tasks` pattern for the T0 tasks `pattern` matches, without their variants."""
+    return f"{T0_ONLY}(?:{pattern})"
+
+
 # Two with long texts (reviews of ~1,300 characters, news articles of ~4,000): 20 tasks.
 LONG_DATASETS = [DatasetKey("imdb"), DatasetKey("cnn_dailymail", "3.0.0")]
 
@@ -38,14 +53,23 @@ def write_mirror(root: Path, datasets, rows: int, *, split: str = "train", seed:
                  prose: bool = False) -> None:
     """`bench_rows` of each dataset as a local JSON Lines mirror."""
     for key in datasets:
-        folder = Path(key.folder(root))
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{split}.jsonl"
-        if path.exists() and sum(1 for _ in path.open()) == rows:
-            continue
-        with path.open("w") as handle:
-            for row in bench_rows(key, rows, split=split, seed=seed, prose=prose):
-                handle.write(json.dumps(row) + "\n")
+        write_split(root, key, split, rows, seed=seed, prose=prose)
+
+
+def write_split(root: Path, key: DatasetKey, split: str, rows: int, *, seed: int = 0,
+                prose: bool = False) -> None:
+    """`bench_rows` of one dataset split into the mirror at `root`, unless it holds them
+    already (a mirror is reused across runs: writing prose takes longer than a small build)."""
+    folder = Path(key.folder(root))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{split}.jsonl"
+    if path.exists() and sum(1 for _ in path.open()) == rows:
+        return
+    partial = path.with_suffix(".jsonl.partial")  # a killed write is never taken for rows
+    with partial.open("w") as handle:
+        for row in bench_rows(key, rows, split=split, seed=seed, prose=prose):
+            handle.write(json.dumps(row) + "\n")
+    partial.replace(path)
 
 
 class Prose:
@@ -60,10 +84,7 @@ class Prose:
     ENDS, END_SHARES = [".", "?", "!"], [0.9, 0.05, 0.05]
 
     def __init__(self, seed: int, vocabulary: int = 100_000):
-        from wordfreq import top_n_list, word_frequency
-
-        self.words = top_n_list("en", vocabulary)
-        self.cumulative = np.cumsum([word_frequency(word, "en") for word in self.words])
+        self.words, self.cumulative = _english_words(vocabulary)
         self.rng = np.random.default_rng(seed)
 
     def text(self, chars: int) -> str:
@@ -76,6 +97,16 @@ class Prose:
             sentences.append(sentence)
             length += len(sentence) + 1
         return " ".join(sentences)[:chars].rstrip()
+
+
+@functools.cache
+def _english_words(vocabulary: int) -> tuple[list[str], np.ndarray]:
+    """English's `vocabulary` most common words and their cumulative frequencies: loaded once
+    per process, as a mirror of many splits makes a `Prose` for each."""
+    from wordfreq import top_n_list, word_frequency
+
+    words = top_n_list("en", vocabulary)
+    return words, np.cumsum([word_frequency(word, "en") for word in words])
 
 
 def prose_vocab(work: Path) -> Path:
@@ -98,11 +129,15 @@ def prose_vocab(work: Path) -> Path:
 
 
 class PeakMemory:
-    """Highest resident memory of a process and all its children, sampled every 0.2 s."""
+    """Highest resident memory of a process and all its children, sampled every 0.2 s: of the
+    whole tree (`peak`) and of each process (`peaks`, by pid, with `roles` from their command
+    lines), since a Beam run's figure that matters is memory per worker process."""
 
     def __init__(self, pid: int):
         self.process = psutil.Process(pid)
         self.peak = 0
+        self.peaks: dict[int, int] = {}
+        self.roles: dict[int, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -118,6 +153,79 @@ class PeakMemory:
         while not self._stop.wait(0.2):
             try:
                 family = [self.process, *self.process.children(recursive=True)]
-                self.peak = max(self.peak, sum(p.memory_info().rss for p in family))
             except psutil.Error:
                 continue
+            total = 0
+            for process in family:
+                try:
+                    rss = process.memory_info().rss
+                    if process.pid not in self.roles:
+                        self.roles[process.pid] = _role(process, self.process.pid)
+                except psutil.Error:
+                    continue
+                total += rss
+                self.peaks[process.pid] = max(self.peaks.get(process.pid, 0), rss)
+            self.peak = max(self.peak, total)
+
+    def peak_of(self, role: str) -> int:
+        """The highest peak of the processes of one role (0 if there was none)."""
+        return max((peak for pid, peak in self.peaks.items() if self.roles[pid] == role),
+                   default=0)
+
+
+def _role(process: psutil.Process, root: int) -> str:
+    """"driver" (the command itself), "worker" (a Beam SDK worker it started) or "other"."""
+    if process.pid == root:
+        return "driver"
+    return "worker" if any("sdk_worker" in part for part in process.cmdline()) else "other"
+
+
+@dataclass
+class Measured:
+    """A command's run: wall seconds, user and system CPU-seconds of its whole process tree
+    (`getrusage` of waited-for children), memory, and its output lines with the wall time
+    since the start at which each arrived (stages are told apart by them)."""
+
+    wall: float
+    user: float
+    system: float
+    memory: PeakMemory
+    lines: list[tuple[float, str]]
+    started: float  # time.time() at the start, to compare with files' modification times
+
+    @property
+    def cpu(self) -> float:
+        return self.user + self.system
+
+    def first(self, text: str) -> float | None:
+        """Seconds from the start to the first output line holding `text`."""
+        return next((at for at, line in self.lines if text in line), None)
+
+
+def run_measured(command: list[str], env: dict[str, str]) -> Measured:
+    """Run `command` to its end, measured; a failure exits with its output's tail."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started, start = time.time(), time.monotonic()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    lines: list[tuple[float, str]] = []
+
+    def collect(stream) -> None:
+        for line in stream:
+            lines.append((time.monotonic() - start, line.rstrip("\n")))
+
+    readers = [threading.Thread(target=collect, args=(s,)) for s in (process.stdout,
+                                                                      process.stderr)]
+    with PeakMemory(process.pid) as memory:
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join()
+        process.wait()
+    wall = time.monotonic() - start
+    if process.returncode:  # p3data says why on stdout, in its summary
+        tail = "\n".join(line for _, line in lines[-60:])
+        raise SystemExit(f"{command[0]} failed:\n{tail}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return Measured(wall, after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime,
+                    memory, sorted(lines), started)

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import DATASETS, PeakMemory, write_mirror
+from common import DATASETS, PeakMemory, t0_tasks, write_mirror
 
 from p3data.export.folder import export_tasks
 from p3data.export.records import DEFAULT_EXAMPLES_PER_SHARD, FORMATS, ExportSettings
@@ -36,7 +36,7 @@ def build_cache(work: Path, rows: int) -> Path:
     if not (cache / "web_questions_whats_the_answer" / "COMPLETED").exists():
         shutil.rmtree(cache, ignore_errors=True)
         subprocess.run([str(Path(sys.executable).with_name("p3data")), "cache", "--data-dir",
-                        str(mirror), "--vocab", str(SAMPLE_VOCAB), "--tasks", TASKS,
+                        str(mirror), "--vocab", str(SAMPLE_VOCAB), "--tasks", t0_tasks(TASKS),
                         "--splits", "train", "--output-dir", str(cache),
                         "--direct_num_workers=2", "--direct_running_mode=multi_processing"],
                        check=True, capture_output=True)

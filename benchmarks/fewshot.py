@@ -30,11 +30,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from cache_vs_stock import SHORT, ours_rate, stock_rate
+from cache_vs_stock import SHORT, ours_rate, stock_rate, zero_shot
 from common import write_mirror
 from long_text import LONG
 
-T0_ONLY = r"(?!.*_[0-9]+shot$)"  # a --tasks pattern matches variants' names too
 FEWSHOT = "_[135]shot"
 
 
@@ -55,11 +54,11 @@ def main() -> None:
         mirror = work / f"mirror-{bench.name.replace(' ', '-')}-{rows}"
         write_mirror(mirror, bench.datasets, rows)
         print(f"== {bench.name}: {rows:,} rows of {', '.join(map(str, bench.datasets))}")
-        zero_shot = dataclasses.replace(bench, tasks=f"{T0_ONLY}(?:{bench.tasks})")
+        zero_set = zero_shot(bench)
         fewshot = dataclasses.replace(bench, tasks=f"(?:{bench.tasks}){FEWSHOT}",
                                       stock_module="fewshot_stock_tasks")
         ours = ours_rate(fewshot, mirror, work)
-        zero = ours_rate(zero_shot, mirror, work)
+        zero = ours_rate(zero_set, mirror, work)
         line = (f"{bench.name:10} p3data few-shot {ours:,.0f}, zero-shot {zero:,.0f}: "
                 f"{ours / zero:.2f} of zero-shot (0.5)")
         if not args.skip_stock:

@@ -26,7 +26,15 @@ import os
 import tempfile
 from pathlib import Path
 
-from cache_vs_stock import SHORT, BenchSet, floor_rate, ours_rate, rendered_texts, stock_rate
+from cache_vs_stock import (
+    SHORT,
+    BenchSet,
+    floor_rate,
+    ours_rate,
+    rendered_texts,
+    stock_rate,
+    zero_shot,
+)
 from common import LONG_DATASETS, prose_vocab, write_mirror
 from tokenize_memo import measure, rendered_batches
 
@@ -58,7 +66,8 @@ def main() -> None:
         vocab = prose_vocab(work) if prose else SAMPLE_VOCAB
         print(f"== {bench.name}: {rows:,} rows of {', '.join(map(str, bench.datasets))}"
               f"{' (prose)' if prose else ''}; vocabulary {vocab}")
-        ours = [ours_rate(bench, mirror, work, workers=n, vocab=vocab) for n in args.workers]
+        ours = [ours_rate(zero_shot(bench), mirror, work, workers=n, vocab=vocab)
+                for n in args.workers]
         stock = None
         if not args.skip_stock:
             stock_rows = min(args.stock_rows or rows, rows)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 from cache_vs_stock import TASKS, count_examples, measure
-from common import DATASETS
+from common import DATASETS, t0_tasks
 
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog
@@ -77,7 +77,7 @@ def main() -> None:
             if workers == 2 else []
         wall, _, peak = measure([
             str(Path(sys.executable).with_name("p3data")), "cache", "--data-dir", str(mirror),
-            "--vocab", str(SAMPLE_VOCAB), "--tasks", TASKS, "--splits", "train",
+            "--vocab", str(SAMPLE_VOCAB), "--tasks", t0_tasks(TASKS), "--splits", "train",
             "--output-dir", str(out), *runner], dict(os.environ))
         examples = count_examples(out)
         shutil.rmtree(out)  # a million-row cache is gigabytes

@@ -7,8 +7,9 @@
     units --Reshuffle--> render+tokenize each source shard (stage 1, parallel over shards)
           --GroupByKey (task, split)--> plan each task split's assembly (stage 2):
               its parts --Reshuffle--> deal each part's examples into one file, by output shard
+              (a split's only part: straight into its output shards and their indexes)
               --GroupByKey output shard--> write each output shard and its record index from
-              its range of every dealt part
+              its range of every dealt part (unless written already)
           --CoGroupByKey (task, split), plan and shard digests--> info, stats, split summary
           --GroupByKey task--> manifest, then COMPLETED (only if every split is complete)
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import apache_beam as beam
-from p3data.pipelines.options import beam_pipeline
+from p3data.pipelines.workers import service_refusals
 
 from p3data import fs
 from p3data.builder.finalize import (
@@ -110,13 +111,15 @@ class PlanSplit(_TasksDoFn):
 
 
 class DealPart(_TasksDoFn):
-    """Emits (output shard, part index) for every output shard once the part is dealt; an
-    output shard is (task, split, shard index, shards), `ShardJob`'s fields."""
+    """Emits (output shard, the files already written for it) for every output shard once
+    the part is dealt; an output shard is (task, split, shard index, shards), `ShardJob`'s
+    fields, and its files are a name -> sha256 dict (empty unless the part was its split's
+    only one, dealt straight into the output shards)."""
 
-    def process(self, job: PartJob) -> Iterator[tuple[tuple[str, str, int, int], int]]:
-        deal_part(self.config, self.tasks[job.task], job)
+    def process(self, job: PartJob) -> Iterator[tuple[tuple[str, str, int, int], dict]]:
+        written = deal_part(self.config, self.tasks[job.task], job)
         for shard in range(job.shards):
-            yield (job.task, job.split, shard, job.shards), job.index
+            yield (job.task, job.split, shard, job.shards), written[shard]
 
 
 class WriteShard(_TasksDoFn):
@@ -125,7 +128,9 @@ class WriteShard(_TasksDoFn):
 
     def process(self, element) -> Iterator[tuple[tuple[str, str], tuple[str, str]]]:
         job = ShardJob(*element[0])
-        for file in write_shard(self.config, self.tasks[job.task], job).items():
+        written = next((files for files in element[1] if files), None)
+        files = written or write_shard(self.config, self.tasks[job.task], job)
+        for file in files.items():
             yield (job.task, job.split), file
 
 
@@ -135,10 +140,11 @@ class FinishSplit(_TasksDoFn):
     def process(self, element) -> Iterator[tuple[str, SplitSummary]]:
         (task, split), joined = element
         (plan,) = joined["plan"]
-        summary = plan if isinstance(plan, SplitSummary) else finish_split(
-            self.config, self.tasks[task], plan, dict(joined["shards"]))
-        fs.write_bytes(self.config.workdir.assembled(task, split), b"{}")
-        yield task, summary
+        if isinstance(plan, SplitSummary):  # reused or failed as it stands
+            fs.write_bytes(self.config.workdir.assembled(task, split), b"{}")
+            yield task, plan
+        else:  # marks it assembled with its summary
+            yield task, finish_split(self.config, self.tasks[task], plan, dict(joined["shards"]))
 
 
 def _part_jobs(element: tuple[tuple[str, str], SplitPlan]) -> tuple[PartJob, ...]:
@@ -150,27 +156,19 @@ class CompleteTask(_TasksDoFn):
     def process(self, element: tuple[str, Iterable[SplitSummary]]) -> Iterator[str]:
         task, summaries = element
         status = finalize_task(self.config, self.tasks[task], list(summaries))
-        write_record(self.config.workdir.task_status(task), status)
+        if status.failed:  # a task completed says so itself: COMPLETED
+            write_record(self.config.workdir.task_status(task), status)
         yield task
 
 
 def build(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
     config, tasks = plan.config, plan.tasks
-    pools = {pool.name: pool for unit in plan.pool_units for pool in unit.pools}
-    ready = (
-        pipeline
-        | "Pool units" >> beam.Create(plan.pool_units)
-        | "Spread pool units" >> beam.Reshuffle()
-        | "Build pool parts" >> beam.ParDo(BuildPoolParts(config))
-        | "Group parts by pool" >> beam.GroupByKey()
-        | "Merge pools" >> beam.ParDo(MergePool(config, pools))
-    )
+    pools_ready = [beam.pvalue.AsList(_pool_stage(pipeline, plan))] if plan.pool_units else []
     plans = (
         pipeline
         | "Units" >> beam.Create(plan.units)
         | "Spread units" >> beam.Reshuffle()
-        | "Render and tokenize shards" >> beam.ParDo(RenderShard(config),
-                                                      beam.pvalue.AsList(ready))
+        | "Render and tokenize shards" >> beam.ParDo(RenderShard(config), *pools_ready)
         | "Group by task split" >> beam.GroupByKey()
         | "Plan splits" >> beam.ParDo(PlanSplit(config, tasks))
     )
@@ -191,15 +189,28 @@ def build(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
     )
 
 
-def graph_runner(pipeline_args: Sequence[str], *,
-                 own_options: Sequence[str] = ()) -> Callable[[CachePlan], None]:
-    """The driver's `run_graph` on a Beam pipeline of these options, checked now: a bad one
-    raises `P3DataError` before the driver touches the folder (`own_options`: the caller's,
-    offered when an unknown one is close to them)."""
-    pipeline = beam_pipeline(pipeline_args, own_options=own_options)
+def _pool_stage(pipeline: beam.Pipeline, plan: CachePlan) -> beam.PCollection:
+    """The exemplar pools the plan's few-shot variants draw from (a run without variants has
+    no such stage, and its job graph carries the model once)."""
+    pools = {pool.name: pool for unit in plan.pool_units for pool in unit.pools}
+    return (
+        pipeline
+        | "Pool units" >> beam.Create(plan.pool_units)
+        | "Spread pool units" >> beam.Reshuffle()
+        | "Build pool parts" >> beam.ParDo(BuildPoolParts(plan.config))
+        | "Group parts by pool" >> beam.GroupByKey()
+        | "Merge pools" >> beam.ParDo(MergePool(plan.config, pools))
+    )
+
+
+def graph_runner(pipeline: beam.Pipeline) -> Callable[[CachePlan], None]:
+    """The driver's `run_graph` on this pipeline (from `beam_pipeline`, whose options are
+    checked before the driver touches the folder)."""
 
     def run_graph(plan: CachePlan) -> None:
         build(pipeline, plan)
-        pipeline.run().wait_until_finish()
+        with service_refusals(pipeline):
+            result = pipeline.run()
+        result.wait_until_finish()
 
     return run_graph

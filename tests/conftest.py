@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,31 @@ def samples_in_seqio(t0_tasks):
 
 
 @pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory):
+    """A GCS-compatible server on 127.0.0.1 (fake-gcs-server, in memory) for the session, and
+    the environment that sends gcsfs and google-cloud-storage to it and nowhere else
+    (`helpers.gcs`); stopped at the end."""
+    from helpers.gcs import GcsServer
+
+    server = GcsServer(tmp_path_factory.mktemp("gcs"))
+    server.start()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in server.environment.items():
+                patch.setenv(name, value)
+            yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def bucket(gcs_server, request) -> str:
+    """A new empty bucket on the session's server, named after the test: `gs://<name>`."""
+    name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:50]
+    return gcs_server.create_bucket(f"{name}-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture(scope="session")
 def demo_cache(tmp_path_factory) -> Path:
     """What `make demo` builds: the whole t0_train mixture (313 tasks) from the bundled samples
     with the sample vocabulary, once a session, for the tests that train on it."""
@@ -48,3 +75,19 @@ def demo_cache(tmp_path_factory) -> Path:
     run_cache(out, "--mixture", "t0_train", "--direct_num_workers=2",
               "--direct_running_mode=multi_processing")
     return out
+
+
+@pytest.fixture(scope="session")
+def worker_venv(tmp_path_factory):
+    """A remote worker's environment, once a session: Beam's SDK with its GCP extra (what
+    Dataflow's worker container holds) and, as Dataflow's workers install it, the wheel a
+    Dataflow submission stages (`helpers.venvs.staged_wheel`), under the pinned stack."""
+    from helpers.venvs import ROOT, make_venv, staged_wheel
+
+    tmp = tmp_path_factory.mktemp("worker")
+    wheel = staged_wheel(tmp / "staging")
+    venv = make_venv(tmp / "venv", "--no-compile", "-c", ROOT / "constraints.txt",
+                     "apache-beam[gcp]", wheel)
+    print(f"\nworkers' environment (Beam, p3data's staged wheel) installed in "
+          f"{venv.install_seconds:.0f} s")
+    return venv, wheel

@@ -17,6 +17,7 @@ from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.stores import ENV_DATA_DIR
 from p3data.format.features import EXEMPLAR_ROWS, NUM_SHOTS
 from p3data.format.tfrecord import read_records
+from p3data.tokenize import ENV_MEMO
 from p3data.vocab import ENV_VOCAB, SAMPLE_VOCAB
 
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")
@@ -114,6 +115,12 @@ def test_pool_parts_merged_are_the_pool_of_all_their_rows(tmp_path):
 def test_a_t0_task_is_the_same_bytes_with_or_without_variants(built, tmp_path):
     run_cache(tmp_path, "--tasks", PLAIN)
     assert tree(tmp_path / PLAIN) == tree(built / PLAIN)
+
+
+def test_prompts_tokenized_whole_are_the_same_bytes_as_joined(built, tmp_path):
+    """The memo turned off turns joining prompts' ids off: every prompt is tokenized whole."""
+    run_cache(tmp_path, "--tasks", PATTERN, env={ENV_MEMO: "0"})
+    assert tree(tmp_path) == tree(built)
 
 
 def test_same_bytes_whatever_the_sharding_and_the_workers(built, tmp_path):

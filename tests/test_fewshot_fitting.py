@@ -167,7 +167,7 @@ def test_pool_costs_are_measured_once_per_template():
         prompter.prompts(task.queries())
     finally:
         del task.tokenizer.encode_packed
-    # one call measures the queries, one tokenizes all of the batch's prompts: no exemplar
-    # is tokenized on its own again
-    assert calls == [10, 10 * 4]
+    # one call measures the queries; the prompts' ids are joined from the pool's and the
+    # queries': nothing is tokenized again
+    assert calls == [10]
     assert all(isinstance(o, Rendered) for o in task.renders(task.rows))

@@ -196,3 +196,25 @@ def test_importing_the_package_loads_no_builder_and_no_seqio():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(("name", "parts"), [
+    ("super_glue_rte_GPT_3_style", ("super_glue_rte_GPT_3_style", None)),
+    ("super_glue_rte_GPT_3_style_5shot", ("super_glue_rte_GPT_3_style", 5)),
+    ("super_glue_copa_exercise_score_eval_0shot_short.v2",
+     ("super_glue_copa_exercise_score_eval", 0)),
+])
+def test_a_task_name_says_which_t0_task_and_shot_count_it_is(name, parts):
+    from p3data.fewshot.variants import name_parts, variant_name
+
+    assert name_parts(name) == parts
+    if parts[1] is not None:
+        assert name_parts(variant_name(*parts)) == parts
+
+
+def test_an_exported_variant_without_examples_gets_its_variants_columns():
+    from p3data.export.schema import task_specs
+
+    twin = task_specs("super_glue_copa_exercise_score_eval_3shot", {"train": {}})
+    assert {"idx", "is_correct", "num_shots", "exemplar_rows"} <= set(twin)
+    assert "num_shots" not in task_specs("super_glue_copa_exercise", {"train": {}})

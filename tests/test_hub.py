@@ -146,6 +146,21 @@ def test_a_partial_export_is_refused_whatever_its_size(tmp_path, hub_root):
         "a mirror from the dataset's source")
 
 
+def test_a_split_only_exported_in_part_says_so(tmp_path, hub_root):
+    """The Hub converted only the first rows of a big split (`partial-train/`), and the
+    catalog pins the complete folder: not "no parquet file matches"."""
+    export = hub_root / "acme" / "big" / EXPORT / "default"
+    write_parquet(export / "partial-train" / "0000.parquet", toy_columns(0, 5), TOY_HUB_FEATURES)
+    store = open_store(catalog_entry(
+        tmp_path, {"repo": "acme/big", "revision": EXPORT,
+                   "files": {"train": "default/train/*.parquet"}}, dataset="big"))
+    assert one_line(lambda: store.list_shards("train"), DataNotFoundError) == (
+        f"big/train: acme/big: only a partial export of this split at {EXPORT} "
+        "(default/partial-train/0000.parquet: a partial-* folder holds the first rows of a "
+        "split too big to convert); pin the complete files, or build a mirror from the "
+        "dataset's source")
+
+
 @pytest.mark.parametrize(("columns", "features", "expected"), [
     ({**toy_columns(0, 5), "idx": pa.array(range(5), pa.int64())},
      {**TOY_HUB_FEATURES, "idx": value("int64")}, "idx: int64 != catalog int32"),

@@ -11,11 +11,13 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from p3data import fs
-from p3data.builder.finalize import finalize_task, write_p3_index
+from p3data.builder.finalize import finalize_task
 from p3data.builder.folder import check_output_folder
-from p3data.builder.plan import CacheConfig, CachePlan, build_plan, withdraw
+from p3data.builder.plan import CacheConfig, CachePlan, build_plan, task_folder, withdraw
 from p3data.builder.summary import RunResult
-from p3data.format.work import TaskStatus, read_record, write_record
+from p3data.format.cache_folder import is_complete
+from p3data.format.manifest import write_p3_index
+from p3data.format.work import TaskStatus, read_record
 from p3data.lock import output_lock
 from p3data.progress import MarkerProgress
 from p3data.t0 import TaskSpec
@@ -40,14 +42,15 @@ def run_cache(config: CacheConfig, specs: Sequence[TaskSpec], *, run_graph: Grap
         _announce(plan, len(specs), swept, out)
         for info in plan.tasks.values():
             withdraw(config, info)
+        if any(info.splits for info in plan.tasks.values()):  # the graph records its failures
+            fs.delete(fs.glob(config.workdir.task_statuses))  # (earlier runs' are outdated)
         if plan.units:
             _run_graph(plan, run_graph, progress_every, out)
-        for task, info in plan.tasks.items():
-            if not info.splits:  # it keeps every split as it is: only its manifest is written
-                write_record(config.workdir.task_status(task), finalize_task(config, info, []))
+        statuses = {task: finalize_task(config, info, []) for task, info in plan.tasks.items()
+                    if not info.splits}  # it keeps every split as it is: a new manifest only
+        listing = fs.files_by_folder(config.output_dir) if len(statuses) < len(plan.tasks) else {}
         for task in plan.tasks:
-            status = read_record(config.workdir.task_status(task), TaskStatus) or TaskStatus(
-                "the pipeline ended without finishing this task")
+            status = statuses[task] if task in statuses else _verdict(config, task, listing)
             if status.failed:
                 result.failed[task] = status.failed
                 result.tracebacks += status.tracebacks
@@ -59,6 +62,15 @@ def run_cache(config: CacheConfig, specs: Sequence[TaskSpec], *, run_graph: Grap
             fs.delete_tree(config.workdir.root)
     result.seconds = time.monotonic() - start
     return result
+
+
+def _verdict(config: CacheConfig, task: str, listing: dict[str, list[str]]) -> TaskStatus:
+    """How the graph left a task: complete if its folder holds COMPLETED (withdrawing removed
+    any older one), else failed for the reason its last stage recorded."""
+    if is_complete(listing.get(task_folder(config, task), [])):
+        return TaskStatus()
+    return read_record(config.workdir.task_status(task), TaskStatus) or TaskStatus(
+        "the pipeline ended without finishing this task")
 
 
 def _announce(plan: CachePlan, selected: int, swept: int, out: TextIO) -> None:

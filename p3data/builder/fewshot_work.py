@@ -12,6 +12,7 @@ entries in protobuf's deterministic order: `exemplar_rows` before `idx` and `inp
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
@@ -21,7 +22,13 @@ from p3data.builder.pool_work import load_pool
 from p3data.errors import P3DataError
 from p3data.fewshot import FewshotExample, FewshotPrompter, build_pool
 from p3data.format import work
-from p3data.format.example import encode_entries, packed_ids_entry, text_entry, wrap_entries
+from p3data.format.example import (
+    encode_entries,
+    ids_entry,
+    packed_ids_entry,
+    text_entry,
+    wrap_entries,
+)
 from p3data.format.features import EXEMPLAR_ROWS, INPUTS, INPUTS_TEXT, NUM_SHOTS
 from p3data.format.tfrecord import frame_pieces
 from p3data.templates import CompiledTemplate, Rendered
@@ -86,9 +93,16 @@ class VariantWriter:
             choices = [c for r in renders for c in r.answer_choices or ()] if twins else []
             ids = self.encoder.tokenizer.encode_packed([r.targets for r in renders] + choices)
             choice_ids = dict(zip(choices, ids[len(renders):], strict=True))
+            plain = not all(out.score_eval for out in members)
+            targets = [self.encoder.targets(r.targets, i)
+                       for r, i in zip(renders, ids[:len(renders)], strict=True)] if plain else []
+            # a prompt's entries, once for all the variants that show it (a twin, its base)
+            prompts = {out.variant.shots: _prompt_entries(examples[out.variant.shots])
+                       for out in members if out.variant is not None}
             for out in members:
                 assert out.variant is not None
-                records = self._records(out, examples[out.variant.shots], target_ids=ids,
+                records = self._records(out, examples[out.variant.shots],
+                                        prompts[out.variant.shots], targets=targets,
                                         choice_ids=choice_ids, first=first)
                 files[out.task].write(b"".join(records))
 
@@ -100,20 +114,20 @@ class VariantWriter:
                 stats = self.prompters[key].stats[out.variant.shots]
                 self.metas[out.task].fewshot = stats.as_dict()
 
-    def _records(self, out: TaskOutput, examples: list[FewshotExample], *, target_ids: list,
-                 choice_ids: dict, first: int) -> list[bytes]:
+    def _records(self, out: TaskOutput, examples: list[FewshotExample],
+                 prompts: list[tuple[bytes, bytes, bytes]], *,
+                 targets: list[tuple[bytes, int]], choice_ids: dict, first: int) -> list[bytes]:
+        """The records of one variant's examples: `prompts` their entries (`_prompt_entries`),
+        `targets` their targets' (a plain variant's)."""
         meta, encoder, records = self.metas[out.task], self.encoder, []
-        for k, example in enumerate(examples):
-            rows = encode_entries({EXEMPLAR_ROWS: list(example.exemplar_rows)})
-            shots = encode_entries({NUM_SHOTS: example.num_shots})
-            inputs = (text_entry(INPUTS_TEXT, example.inputs)
-                      + packed_ids_entry(INPUTS, example.input_ids.varints))
+        for k, (example, (rows, inputs, shots)) in enumerate(zip(examples, prompts,
+                                                                  strict=True)):
             n_in = example.input_ids.tokens
             if not out.score_eval:
-                targets, n_out = encoder.targets(example.targets, target_ids[k])
+                target, n_out = targets[k]
                 choice_list = (encoder.choice_list(example.answer_choices or [])
                                if out.with_choices else b"")
-                records += frame_pieces(wrap_entries(choice_list, rows, inputs, shots, targets))
+                records += frame_pieces(wrap_entries(choice_list, rows, inputs, shots, target))
                 meta.add_example(n_in, n_out)
                 continue
             for j, choice in enumerate(example.answer_choices or ()):
@@ -123,3 +137,16 @@ class VariantWriter:
                     first + k, j, inputs + correct + shots + rest, before_idx=rows))
                 meta.add_example(n_in, n_out)
         return records
+
+
+def _prompt_entries(examples: list[FewshotExample]) -> list[tuple[bytes, bytes, bytes]]:
+    """Each example's `exemplar_rows`, inputs (text and ids) and `num_shots` map entries."""
+    return [(ids_entry(EXEMPLAR_ROWS, e.exemplar_rows),  # int64s, packed as ids are
+             text_entry(INPUTS_TEXT, e.inputs) + packed_ids_entry(INPUTS, e.input_ids.varints),
+             _shots_entry(e.num_shots)) for e in examples]
+
+
+@functools.cache
+def _shots_entry(num_shots: int) -> bytes:
+    """The `num_shots` map entry: a few values, each encoded once."""
+    return encode_entries({NUM_SHOTS: num_shots})

@@ -9,7 +9,7 @@ work record of where each shard's records are and their lengths (`deal_part`, pe
 each shard is its range of every part's file in part order, and its record index is made from
 the recorded lengths (`write_shard`, per shard); then `finish_split` writes the JSON that needs
 every shard's digest. A split of one part needs no dealt file: its part is dealt straight into
-the output shards, whose names and digests its work record keeps for `write_shard`.
+the output shards, whose names and digests go to `finish_split` through the graph.
 
 A rebuild first withdraws the old build (`plan.withdraw`, before any worker writes); the
 manifest written last lists the splits the run kept as they were too.
@@ -17,9 +17,7 @@ manifest written last lists the splits the run kept as they were too.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -27,12 +25,12 @@ import numpy as np
 
 from p3data import __version__, fs
 from p3data.batching import batched
+from p3data.builder.fingerprint import template_digest
 from p3data.builder.plan import (
     CacheConfig,
     TaskInfo,
     reusable_record,
     task_folder,
-    template_digest,
 )
 from p3data.builder.pools import fewshot_record
 from p3data.fewshot import FewshotStats, VariantSpec
@@ -51,11 +49,11 @@ from p3data.format.manifest import (
     SplitRecord,
     TemplateRecord,
     VocabularyRecord,
-    read_manifest,
     write_manifest,
 )
 from p3data.format.tfrecord import frame, read_frames, read_records
 from p3data.format.work import DealtPart, SplitSummary, TaskStatus
+from p3data.object_store import on_object_store
 from p3data.templates.render import RENDER_ERROR
 
 EXAMPLES_PER_SHARD = 10_000  # with --shards unset: about one output shard per 10k examples
@@ -152,22 +150,26 @@ def plan_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummary 
     return SplitAssembly(split, replace(record, stats=stats, num_shards=count), tuple(parts))
 
 
-def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> None:
-    """Write one part's examples, as output records, into one file grouped by output shard
-    (or, if it is its split's only part, into the output shards themselves), then the record
-    of where each shard's records are and their lengths (or of the shards written)."""
+def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> list[dict[str, str]]:
+    """Write one part's examples, as output records, into one file grouped by output shard,
+    then the record of where each shard's records are and their lengths; or, if it is its
+    split's only part, into the output shards themselves. Returns, by output shard, the
+    files written for it (the shard and its index, with their sha256s), if any."""
     work_dir = config.workdir
     path = work_dir.part(job.task, job.split, job.index, ".tfrecord")
+    if info.shard_counts[job.split] == 1:
+        written = _deal_into_shards(path, task_folder(config, job.task),
+                                    score_eval=info.spec.score_eval, job=job)
+        names = [layout.shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
+        return [{file: written[file] for file in (name, index_for(name))} for name in names]
     if _copied_whole(info, job.shards):  # the part is the shard's records as they are
         offsets = scan_offsets(path, fs.size(path))
         dealt = DealtPart([0, int(offsets[-1])], [(np.diff(offsets) - FRAMING).tolist()])
-    elif info.shard_counts[job.split] == 1:
-        dealt = DealtPart([], [], _deal_into_shards(path, task_folder(config, job.task),
-                                                    score_eval=info.spec.score_eval, job=job))
     else:
         dealt = _deal(path, work_dir.dealt(job.task, job.split, job.index, ".tfrecord"),
                       score_eval=info.spec.score_eval, job=job)
     work.write_record(work_dir.dealt(job.task, job.split, job.index, ".json"), dealt)
+    return [{} for _ in range(job.shards)]
 
 
 def _deal(path: str, target: str, *, score_eval: bool, job: PartJob) -> DealtPart:
@@ -195,45 +197,51 @@ def _deal(path: str, target: str, *, score_eval: bool, job: PartJob) -> DealtPar
 def _deal_into_shards(path: str, folder: str, *, score_eval: bool,
                       job: PartJob) -> dict[str, str]:
     """Deal a split's only part straight into its output shards, at most OPEN_SHARDS of them
-    open at a time (a pass over the part per group), then write their record indexes; returns
-    their names and sha256s."""
+    open at a time (a pass over the part per group), each written with its record index (on
+    an object store, uploaded together); returns their names and sha256s."""
     names = [layout.shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
-    digests = [hashlib.sha256() for _ in names]
-    lengths: list[list[int]] = [[] for _ in names]
+    written: dict[str, str] = {}
     for low in range(0, job.shards, OPEN_SHARDS):
         group = range(low, min(low + OPEN_SHARDS, job.shards))
-        with contextlib.ExitStack() as stack:
-            shards = {shard: stack.enter_context(fs.atomic_writer(fs.join(folder, names[shard])))
-                      for shard in group}
+        paths = {shard: fs.join(folder, names[shard]) for shard in group}
+        indexes = {shard: fs.join(folder, index_for(names[shard])) for shard in group}
+        digests = {shard: hashlib.sha256() for shard in group}
+        lengths: dict[int, list[int]] = {shard: [] for shard in group}
+        with fs.atomic_writers([*paths.values(), *indexes.values()]) as writers:
             position = job.first  # of the next record in the split
             with fs.open_read(path) as part:
                 for block in batched(_final_records(part, path, score_eval, job.offset),
                                      DEAL_BATCH):
-                    for shard, handle in shards.items():
+                    for shard in group:
                         records = block[(shard - position) % job.shards::job.shards]
                         data = b"".join(records)
-                        handle.write(data)
+                        writers[paths[shard]].write(data)
                         digests[shard].update(data)
                         lengths[shard] += [len(record) - FRAMING for record in records]
                     position += len(block)
-    written = {name: digest.hexdigest() for name, digest in zip(names, digests, strict=True)}
-    written.update(_write_index(folder, name, shard_lengths)
-                   for name, shard_lengths in zip(names, lengths, strict=True))
+            for shard in group:
+                index = _index(lengths[shard])
+                writers[indexes[shard]].write(index)
+                written[names[shard]] = digests[shard].hexdigest()
+                written[index_for(names[shard])] = hashlib.sha256(index).hexdigest()
     return written
 
 
-def _write_index(folder: str, shard_name: str, lengths: list[int]) -> tuple[str, str]:
-    """A shard's record index, from its records' payload lengths: (its name, its sha256)."""
-    index = index_bytes(offsets_from_lengths(np.array(lengths, np.uint64)))
-    name = index_for(shard_name)
+def _index(lengths: list[int]) -> bytes:
+    """A shard's record index, from its records' payload lengths."""
+    return index_bytes(offsets_from_lengths(np.array(lengths, np.uint64)))
+
+
+def _write_index(folder: str, shard_name: str, lengths: list[int]) -> dict[str, str]:
+    """A shard's record index, from its records' payload lengths: its name and sha256."""
+    index, name = _index(lengths), index_for(shard_name)
     fs.write_bytes(fs.join(folder, name), index)
-    return name, hashlib.sha256(index).hexdigest()
+    return {name: hashlib.sha256(index).hexdigest()}
 
 
 def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str, str]:
     """Write the shard from its range of every part's dealt file, in part order, then its
-    record index from the recorded lengths; returns their names and sha256s (those of the
-    shard its split's only part was dealt into, if so)."""
+    record index from the recorded lengths; returns their names and sha256s."""
     work_dir, folder = config.workdir, task_folder(config, job.task)
     name = layout.shard_name(job.split, job.index, job.shards)
     digest, lengths = hashlib.sha256(), []
@@ -241,9 +249,6 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
                                     DealtPart) for part in range(info.shard_counts[job.split])]
     if missing := [part for part, dealt in enumerate(dealt_parts) if dealt is None]:
         raise RuntimeError(f"{job.task}/{job.split}: part {missing[0]} was not dealt")
-    if dealt_parts[0].written:
-        index_file = index_for(name)
-        return {file: dealt_parts[0].written[file] for file in (name, index_file)}
     with fs.atomic_writer(fs.join(folder, name)) as shard:
         for part, dealt in enumerate(dealt_parts):
             path = (work_dir.part(job.task, job.split, part, ".tfrecord")
@@ -259,8 +264,7 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
             if start != end:
                 raise RuntimeError(f"{path}: ends at byte {start}, its record says {end}")
             lengths += dealt.lengths[job.index]
-    return dict([(name, digest.hexdigest()),
-                 _write_index(folder, name, lengths)])
+    return {name: digest.hexdigest(), **_write_index(folder, name, lengths)}
 
 
 def _copied_whole(info: TaskInfo, shards: int) -> bool:
@@ -273,7 +277,9 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
                  shards: dict[str, str]) -> SplitSummary:
     """Once every output shard and its index are written (`shards`: their names and
     sha256s): info and stats JSON, then the split's summary, kept in the work folder so a
-    rerun reuses it."""
+    rerun reuses it, and the marker that counts the split assembled (progress). On an object
+    store they are uploaded together: a rerun reuses a summary only when every file it lists
+    was there (`plan.reusable_record`)."""
     task, split, record = info.spec.name, assembly.split, assembly.record
     written = sum(layout.is_shard(name) for name in shards)
     if written != record.num_shards or len(shards) != 2 * written:
@@ -284,14 +290,23 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     info_text = layout.info_json(info_features(info) if record.stats["examples"] else {},
                                  record.num_shards, version)
     files = dict(sorted(shards.items()))
-    for name, text in ((layout.info_name(split), info_text),
-                       (layout.stats_name(split), layout.stats_json(record.stats))):
-        fs.write_bytes(fs.join(folder, name), text.encode())
-        files[name] = hashlib.sha256(text.encode()).hexdigest()
+    texts = {layout.info_name(split): info_text.encode(),
+             layout.stats_name(split): layout.stats_json(record.stats).encode()}
+    files.update((name, hashlib.sha256(text).hexdigest()) for name, text in texts.items())
     summary = SplitSummary(split, info.fingerprint, replace(record, files=files))
-    work.write_record(config.workdir.split_summary(task, split), summary)
-    fs.delete_tree(config.workdir.dealt_parts(task, split))
+    fs.write_files({**{fs.join(folder, name): text for name, text in texts.items()},
+                    config.workdir.split_summary(task, split): work.record_bytes(summary),
+                    config.workdir.assembled(task, split): b"{}"})
+    _free(config.workdir.dealt_parts(task, split))
     return summary
+
+
+def _free(work_files: str) -> None:
+    """Delete work files a task no longer needs: now on a disk (they are a copy of its
+    data), at the run's end on an object store, where the driver deletes the whole work folder
+    at once (a request per 100 objects on GCS) if the run succeeded."""
+    if not on_object_store(work_files):
+        fs.delete_tree(work_files)
 
 
 def _verdict(config: CacheConfig, info: TaskInfo, split: str, record: SplitRecord) -> str:
@@ -375,17 +390,6 @@ def finalize_task(config: CacheConfig, info: TaskInfo,
     fs.delete([fs.join(folder, name) for name in sorted(strays)])
     write_manifest(folder, manifest)  # replaces a manifest that recorded the kept splits
     fs.write_bytes(fs.join(folder, layout.COMPLETED), b"")
-    fs.delete_tree(config.workdir.task(task))
+    _free(config.workdir.task(task))
     return TaskStatus()
 
-
-def write_p3_index(root: str) -> None:
-    """P3's `data_split_sizes.csv`: `task|{"split": examples, ...}` for every complete task,
-    non-empty splits only (the JSON is written as is, as P3's file has it)."""
-    lines = [layout.P3_INDEX_HEADER]
-    for completed in fs.glob(fs.join(root, "data", "*", layout.COMPLETED)):
-        manifest = read_manifest(fs.parent_of(completed))
-        sizes = {split: record.examples for split, record in manifest.splits.items()
-                 if record.examples}
-        lines.append(f"{manifest.task}|{json.dumps(sizes)}")
-    fs.write_bytes(fs.join(root, layout.P3_INDEX), ("\n".join(lines) + "\n").encode())

@@ -3,6 +3,9 @@ cut into source shards (the units workers process), and what is already done.
 
 Planning runs on the driver. It lists shards (so it touches the data's metadata, not its
 rows) and fingerprints everything the output depends on, so reruns reuse only matching work.
+It lists the output folder once, whole (`fs.files_by_folder`): what every task folder holds,
+and which work records an earlier run left, so that nothing later asks the store file by file
+whether a record exists (on an object store each such question is a request).
 A task's folder is planned split by split: splits not asked for, and splits the same settings
 built from the same rows, are kept as they are. Before any worker writes, `withdraw` removes
 `COMPLETED`, then the manifest, then every file the build will not reuse, so a crash at any
@@ -18,14 +21,14 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from p3data import __version__, fs, t0
+from p3data import fs, t0
 from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE
+from p3data.builder.fingerprint import canonical_json, pool_fingerprint, task_fingerprint
 from p3data.builder.pools import (
     PoolSpec,
     PoolUnit,
     VariantOutput,
     exemplar_split,
-    fewshot_record,
     pool_units,
     variant_sources,
 )
@@ -38,7 +41,6 @@ from p3data.fewshot import AnySpec, VariantSpec, pool_source
 from p3data.format import layout
 from p3data.format.cache_folder import is_complete, splits_present
 from p3data.format.manifest import (
-    FORMAT_VERSION,
     Manifest,
     ManifestError,
     SplitRecord,
@@ -82,6 +84,7 @@ class WorkUnit:
     shard: Shard
     index: int
     count: int
+    earlier_parts: bool = True  # an earlier run left part records of it (False: none to read)
 
     @property
     def name(self) -> str:
@@ -145,6 +148,8 @@ class TaskInfo:
     shard_counts: dict[str, int]  # task split -> source shards (= parts)
     sources: dict[str, dict]  # task split -> identity of its rows, for every split listed
     kept: dict[str, SplitRecord] = field(default_factory=dict)  # split -> its record as kept
+    present: tuple[str, ...] = ()  # the files its folder held when planned
+    summaries: tuple[str, ...] = ()  # splits an earlier run of it left a summary of
 
 
 @dataclass
@@ -180,40 +185,6 @@ def describe_bug(err: BaseException) -> tuple[str, str]:
     return f"{BUG_NOTE} ({type(err).__name__}: {err})", text
 
 
-def template_digest(template: Template) -> str:
-    text = json.dumps([template.jinja, template.answer_choices])
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _json(value: object) -> str:
-    """`value` as JSON, as the manifest keeps it (a tuple reads back as a list)."""
-    return json.dumps(value, sort_keys=True)
-
-
-def _fingerprint(config: CacheConfig, spec: AnySpec, sources: dict) -> str:
-    payload = {
-        "p3data": __version__, "format": FORMAT_VERSION, "task": spec.name,
-        "template": [spec.template.id, template_digest(spec.template)],
-        "score_eval": spec.score_eval, "splits": spec.split_mapping, "sources": sources,
-        "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
-        "seed": config.seed, "shards": config.shards, "p3_layout": config.p3_layout,
-    }
-    if isinstance(spec, VariantSpec):  # what makes its prompts (T0's tasks have no such key)
-        payload["fewshot"] = fewshot_record(spec)
-    return hashlib.sha256(_json(payload).encode()).hexdigest()
-
-
-def _pool_fingerprint(config: CacheConfig, spec: VariantSpec, split: str,
-                      identity: dict) -> str:
-    settings = spec.settings
-    payload = {"p3data": __version__, "format": FORMAT_VERSION, "dataset": spec.entry.name,
-               "split": split, "template": [spec.template.id, template_digest(spec.template)],
-               "separators": [settings.exemplar_separator, settings.example_separator],
-               "rows": identity, "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
-               "seed": config.seed}
-    return hashlib.sha256(_json(payload).encode()).hexdigest()
-
-
 def _earlier_build(config: CacheConfig, spec: AnySpec, folder: str) -> Manifest | None:
     """The folder's manifest if it records a build with this run's settings, whatever rows it
     read (its fingerprint is this run's for its sources); None if not, or unreadable."""
@@ -221,19 +192,21 @@ def _earlier_build(config: CacheConfig, spec: AnySpec, folder: str) -> Manifest 
         manifest = read_manifest(folder)
     except ManifestError:
         return None
-    same = _fingerprint(config, spec, manifest.sources) == manifest.fingerprint
+    same = task_fingerprint(config, spec, manifest.sources) == manifest.fingerprint
     return manifest if same else None
 
 
 def plan_task(config: CacheConfig, spec: AnySpec, sources: dict[str, dict],
-              shard_counts: dict[str, int]) -> TaskInfo | str | None:
+              shard_counts: dict[str, int], *, listing: dict[str, list[str]] | None = None
+              ) -> TaskInfo | str | None:
     """What a run asked to build these splits of a task (`sources`: the identity of each one's
     rows) does with its folder: None when it holds this very build; else the splits to build
     and those to keep as they are: every split not asked for, and those asked for that the
     same settings built from the same rows. A split not asked for that cannot be kept (built
-    with other settings, or not recorded) is never removed: the task fails, saying why."""
+    with other settings, or not recorded) is never removed: the task fails, saying why.
+    `listing`: the output folder's files by folder (`fs.files_by_folder`), if listed."""
     folder = task_folder(config, spec.name)
-    names = fs.files_in(folder)
+    names = fs.files_in(folder) if listing is None else listing.get(folder, [])
     earlier = _earlier_build(config, spec, folder) if layout.MANIFEST in names else None
     recorded = earlier.sources if earlier else {}
     keepable = {split: record for split, record in (earlier.splits if earlier else {}).items()
@@ -246,14 +219,17 @@ def plan_task(config: CacheConfig, spec: AnySpec, sources: dict[str, dict],
                 f"{', '.join(sources)} would lose: run without --splits to rebuild every split")
     kept = {split: keepable[split] for split in order if split in others or (
         split in sources and split in keepable
-        and _json(recorded.get(split)) == _json(sources[split]))}
+        and canonical_json(recorded.get(split)) == canonical_json(sources[split]))}
     every = {split: recorded.get(split, {}) if split in others else sources[split]
              for split in order if split in others or split in sources}
-    fingerprint = _fingerprint(config, spec, every)
+    fingerprint = task_fingerprint(config, spec, every)
     if is_complete(names) and earlier and earlier.fingerprint == fingerprint:
         return None
     build = tuple(split for split in sources if split not in kept)
-    return TaskInfo(spec, fingerprint, build, {s: shard_counts[s] for s in build}, every, kept)
+    summaries = tuple(split for split in build if listing is None or _listed(
+        config.workdir.split_summary(spec.name, split), listing))
+    return TaskInfo(spec, fingerprint, build, {s: shard_counts[s] for s in build}, every, kept,
+                    tuple(sorted(names)), summaries)
 
 
 def task_folder(config: CacheConfig, task: str) -> str:
@@ -261,14 +237,14 @@ def task_folder(config: CacheConfig, task: str) -> str:
 
 
 def reusable_record(config: CacheConfig, info: TaskInfo, split: str) -> SplitRecord | None:
-    """A split an earlier run of this build assembled, with its files still in place."""
+    """A split an earlier run of this build assembled, with its files still in place when
+    the run was planned (withdrawing keeps them)."""
+    if split not in info.summaries:
+        return None
     summary = read_record(config.workdir.split_summary(info.spec.name, split), SplitSummary)
     if summary is None or summary.record is None or summary.fingerprint != info.fingerprint:
         return None
-    folder = task_folder(config, info.spec.name)
-    if not all(fs.exists(fs.join(folder, name)) for name in summary.record.files):
-        return None
-    return summary.record
+    return summary.record if set(summary.record.files) <= set(info.present) else None
 
 
 def withdraw(config: CacheConfig, info: TaskInfo) -> None:
@@ -277,7 +253,7 @@ def withdraw(config: CacheConfig, info: TaskInfo) -> None:
     kept split nor a reusable split of this build lists (old shards, other shard counts,
     strays)."""
     folder = task_folder(config, info.spec.name)
-    present = fs.files_in(folder)
+    present = info.present
     if not present:
         return
     keep = {name for record in info.kept.values() for name in record.files}
@@ -313,6 +289,7 @@ def build_plan(config: CacheConfig, specs: Sequence[AnySpec],
         for split in wanted[spec.name] if isinstance(spec, VariantSpec) else ():
             if (pool_split := exemplar_split(spec, split)) is not None:
                 users.setdefault((spec.entry.key, pool_split), []).append(spec)
+    listing = fs.files_by_folder(config.output_dir)
     listed = _list_splits(config, users, plan)
     for spec in specs:
         if spec.name in plan.failed:
@@ -321,7 +298,8 @@ def build_plan(config: CacheConfig, specs: Sequence[AnySpec],
         sources = {s: listed[k][1] for s, k in reads.items()}
         if isinstance(spec, VariantSpec):
             sources = variant_sources(spec, sources, {k: v[1] for k, v in listed.items()})
-        info = plan_task(config, spec, sources, {s: len(listed[k][0]) for s, k in reads.items()})
+        info = plan_task(config, spec, sources, {s: len(listed[k][0]) for s, k in reads.items()},
+                         listing=listing)
         if info is None:
             plan.done.append(spec.name)
         elif isinstance(info, str):
@@ -340,11 +318,12 @@ def build_plan(config: CacheConfig, specs: Sequence[AnySpec],
         if outputs:
             job = SplitJob(pairs[0][0].entry, source_split, outputs)
             shards = listed[(key, source_split)][0]
-            plan.units += [WorkUnit(job, shard, i, len(shards)) for i, shard in enumerate(shards)]
+            plan.units += [WorkUnit(job, shard, i, len(shards), _earlier_parts(
+                config, job, i, listing)) for i, shard in enumerate(shards)]
             pools += [out.variant.pool for out in outputs if out.variant and out.variant.pool]
     plan.pool_units = pool_units(pools, {(k.name, split): shards
                                          for (k, split), (shards, _) in listed.items()})
-    plan.resumed = {unit.name for unit in plan.units if _unit_done(config, unit)}
+    plan.resumed = {unit.name for unit in plan.units if _unit_done(config, unit, listing)}
     return plan
 
 
@@ -380,12 +359,23 @@ def _variant_output(config: CacheConfig, spec: VariantSpec, split: str,
     if (pool_split := exemplar_split(spec, split)) is not None:
         shards, identity = listed[(spec.entry.key, pool_split)]
         pool = PoolSpec(spec.entry, pool_split, spec.template, spec.settings,
-                        _pool_fingerprint(config, spec, pool_split, identity), len(shards))
+                        pool_fingerprint(config, spec, pool_split, identity), len(shards))
     return VariantOutput(spec.shots, spec.settings, spec.draw_task,
                          pool_source(spec.base, split), pool)
 
 
-def _unit_done(config: CacheConfig, unit: WorkUnit) -> bool:
+def _listed(path: str, listing: dict[str, list[str]]) -> bool:
+    return fs.name_of(path) in listing.get(fs.parent_of(path), ())
+
+
+def _earlier_parts(config: CacheConfig, job: SplitJob, index: int,
+                   listing: dict[str, list[str]]) -> bool:
+    return any(_listed(config.workdir.part(out.task, out.split, index, ".json"), listing)
+               for out in job.outputs)
+
+
+def _unit_done(config: CacheConfig, unit: WorkUnit, listing: dict[str, list[str]]) -> bool:
     """An earlier run finished this very unit (its marker carries the same key)."""
-    marker = read_record(config.workdir.unit_marker(unit.name), UnitMarker)
+    path = config.workdir.unit_marker(unit.name)
+    marker = read_record(path, UnitMarker) if _listed(path, listing) else None
     return marker is not None and marker.key == unit.key

@@ -8,7 +8,6 @@ choice, `is_correct` = choice == gold target, `weight` 1.0, as T0's rank classif
 from __future__ import annotations
 
 from collections import Counter
-from contextlib import ExitStack
 
 from p3data import fs
 from p3data.batching import batched
@@ -29,6 +28,8 @@ from p3data.tokenize import Tokenizer
 def _pending(config: CacheConfig, unit: WorkUnit) -> list[TaskOutput]:
     """Outputs of this unit without a part finished with the same settings: a part that
     failed is redone, since what failed may have been transient (a file gone for a moment)."""
+    if not unit.earlier_parts:  # the work folder held none of its parts when planned
+        return list(unit.job.outputs)
     pending = []
     for out in unit.job.outputs:
         meta = work.read_record(config.workdir.part(out.task, out.split, unit.index, ".json"),
@@ -58,9 +59,9 @@ def process_unit(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer) -> b
             reason, text = describe_bug(err)
             for meta in metas.values():
                 meta.failed, meta.traceback = reason, text
-        for out in pending:  # metas last: they mark the parts complete
-            work.write_record(config.workdir.part(out.task, out.split, unit.index, ".json"),
-                              metas[out.task])
+        work.write_records({  # metas last: they mark the parts complete
+            config.workdir.part(out.task, out.split, unit.index, ".json"): metas[out.task]
+            for out in pending})
     return not any(meta.failed for meta in metas.values())
 
 
@@ -80,9 +81,10 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, *, tokenizer: Tokenizer,
     checker = RowChecker(job.entry.features)
     rows = open_store(job.entry, config.data_dir, config.rows_per_shard).read(
         job.source_split, unit.shard)
-    with ExitStack() as stack:
-        files = {out.task: stack.enter_context(fs.atomic_writer(config.workdir.part(
-            out.task, out.split, unit.index, ".tfrecord"))) for out in rendered}
+    paths = {out.task: config.workdir.part(out.task, out.split, unit.index, ".tfrecord")
+             for out in rendered}
+    with fs.atomic_writers(paths.values()) as writers:
+        files = {task: writers[path] for task, path in paths.items()}
         start = unit.shard.start
         for batch in batched(rows):
             # Rows that do not fit the schema still render as promptsource would: counted.

@@ -4,6 +4,11 @@ Options p3data does not know are Beam pipeline options and go to Beam as they ar
 `--runner=DataflowRunner --project=... --region=... --temp_location=gs://...` or
 `--direct_num_workers=2 --direct_running_mode=multi_processing`. Beam's options are checked
 before anything is written: one Beam does not know either, a bad value or runner is an error.
+Workers that do not share this machine's files (Dataflow's; a portable runner's outside
+LOOPBACK) get the vocabulary, templates and catalog entries in the job, and must be given a
+mirror and an output folder they can reach (gs://): a local one is refused. On Dataflow, p3data
+stages itself for its workers unless --setup_file, --extra_package or --sdk_container_image is
+given.
 
 One run writes to an output folder at a time: a run holds the lock `<output>/.p3data-lock`
 (owner, host, start time) and a second run says who holds it. If that run was killed on this
@@ -14,18 +19,31 @@ never taken over (delete the lock by hand once that run has ended).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from p3data import fs
 from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.commands import console
 from p3data.commands.extras import require
 from p3data.commands.options import add_data_options, positive_int, rate
+from p3data.datasets.hub import ENV_HUB_ROOT
+from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.shards import ROWS_PER_SHARD
+from p3data.datasets.stores import ENV_DATA_DIR, ENV_MANUAL_DIR, manual_dir, mirror_dir
 from p3data.errors import P3DataError
+
+if TYPE_CHECKING:
+    from p3data.builder.plan import CacheConfig
+    from p3data.fewshot import AnySpec
 
 
 def run(args: argparse.Namespace) -> int:
+    from p3data import __version__
     from p3data.builder.driver import run_cache
     from p3data.builder.plan import CacheConfig
     from p3data.builder.summary import summary_table
@@ -37,15 +55,29 @@ def run(args: argparse.Namespace) -> int:
     specs = load_definitions().select(args.mixture, args.tasks)
     config = CacheConfig(
         output_dir=fs.without_trailing_slash(args.output_dir),
-        vocab_model=read_vocabulary(args.vocab), data_dir=args.data_dir,
-        hub_root=args.hub_root, seed=args.seed, shards=args.shards,
+        vocab_model=read_vocabulary(args.vocab), data_dir=mirror_dir(args.data_dir),
+        hub_root=args.hub_root or os.environ.get(ENV_HUB_ROOT), seed=args.seed, shards=args.shards,
         p3_layout=args.p3_layout, rows_per_shard=args.rows_per_shard,
         max_error_rate=args.max_error_rate)
-    with console.libraries_to_log(args.verbose, "cache") as stream:
+    with (console.libraries_to_log(args.verbose, "cache") as stream,
+          tempfile.TemporaryDirectory(prefix="p3data-staging-") as staging):
         from p3data.pipelines.cache import graph_runner  # Beam: its import talks too
+        from p3data.pipelines.options import beam_pipeline
+        from p3data.pipelines.workers import (
+            check_submission_client,
+            remote_workers,
+            stage_p3data,
+        )
 
-        run_graph = graph_runner(args.beam_args, own_options=args.own_options)
-        result = run_cache(config, specs, run_graph=run_graph, splits=args.splits,
+        pipeline = beam_pipeline(args.beam_args, own_options=args.own_options)
+        if workers := remote_workers(pipeline):
+            _check_shared(_worker_paths(args, config, specs), workers)
+        check_submission_client(pipeline)
+        if wheel := stage_p3data(pipeline, Path(staging)):
+            print(f"[p3data cache] staging p3data {__version__} for Dataflow's workers: "
+                  f"{wheel.name} (--extra_package; --setup_file, --extra_package or "
+                  "--sdk_container_image stage your own instead)", file=stream, flush=True)
+        result = run_cache(config, specs, run_graph=graph_runner(pipeline), splits=args.splits,
                            force=args.force, progress_every=args.progress_every, out=stream)
     with console.reader_may_leave(sys.stdout):
         print(summary_table(result))
@@ -61,6 +93,30 @@ def _check_data_dir(path: str | None) -> None:
     if path is not None and not (fs.is_dir(path) or fs.glob(fs.join(path, "*"))):
         raise P3DataError(f"{path}: not a folder, so no mirror of rows; give the folder p3data "
                           "fetch --to wrote", setting="rows")
+
+
+def _worker_paths(args: argparse.Namespace, config: CacheConfig,
+                  specs: Sequence[AnySpec]) -> dict[str, str]:
+    """Every path a job's workers open themselves, by what set it: the output folder and
+    where rows come from (the vocabulary, templates and catalog travel in the job)."""
+    paths = {"--output-dir": args.output_dir}
+    if config.data_dir is not None:
+        source = ("--samples" if args.data_dir == str(SAMPLES_DIR) else
+                  "--data-dir" if args.data_dir else f"${ENV_DATA_DIR}")
+        paths[source] = config.data_dir
+        return paths
+    if config.hub_root:
+        paths["--hub-root" if args.hub_root else f"${ENV_HUB_ROOT}"] = config.hub_root
+    if any(spec.entry.manual_download for spec in specs):
+        paths[f"${ENV_MANUAL_DIR} (files downloaded by hand)"] = str(manual_dir())
+    return paths
+
+
+def _check_shared(paths: dict[str, str], workers: str) -> None:
+    for source, path in paths.items():
+        if fs.machine_local(path):
+            raise P3DataError(f"{source} {path}: only this machine can open it, not "
+                              f"{workers}; give one on storage they share, e.g. gs://")
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -166,11 +166,29 @@ class HubStore:
         if self.hub_root and not fs.is_dir(folder):
             return DataNotFoundError(f"{where}: no revision {revision} under the Hub root "
                                      f"({folder} does not exist)")
+        if partial := self._partial_export(split):
+            return DataNotFoundError(
+                f"{where}: only a partial export of this split at {revision} ({partial}: a "
+                "partial-* folder holds the first rows of a split too big to convert); pin "
+                "the complete files, or build a mirror from the dataset's source")
         if with_retries(lambda: fs.glob(self._url("*.py")), about=where):
             return DataNotFoundError(
                 f"{where}: the repository holds a loading script only at {revision}: pin "
                 f"refs/convert/parquet or build a mirror (no parquet file matches {patterns})")
         return DataNotFoundError(f"{where}: no parquet file matches {patterns} at {revision}")
+
+    def _partial_export(self, split: str) -> str | None:
+        """A file the Hub's converter left in `partial-<folder>/` beside a folder the split's
+        patterns name (`default/train/*.parquet`: `default/partial-train/`), if any."""
+        for pattern in self._patterns(split):
+            parts = pattern.split("/")
+            if len(parts) < 2:  # no folder to have a partial-* sibling
+                continue
+            partial = "/".join([*parts[:-2], f"partial-{parts[-2]}", parts[-1]])
+            if found := with_retries(lambda p=partial: fs.glob(self._url(p)),
+                                     about=f"{self.entry.name}/{split}"):
+                return self.in_repo(found[0])
+        return None
 
     def _about(self, split: str) -> str:
         return f"{self.entry.name} {split}"

@@ -259,6 +259,11 @@ def mirror_dir(data_dir: str | os.PathLike | None = None) -> str | None:
     return os.fspath(root) if root else None
 
 
+def manual_dir() -> Path:
+    """The folder of files downloaded by hand: `$P3DATA_MANUAL_DIR`, else the default."""
+    return Path(os.environ.get(ENV_MANUAL_DIR) or DEFAULT_MANUAL_DIR).expanduser()
+
+
 def open_store(entry: DatasetEntry, data_dir: str | os.PathLike | None = None,
                rows_per_shard: int = ROWS_PER_SHARD, *, hub_root: str | None = None) -> RowStore:
     """The mirror when one is set (it is then authoritative), else manual files, else the Hub
@@ -267,6 +272,5 @@ def open_store(entry: DatasetEntry, data_dir: str | os.PathLike | None = None,
     if root is not None:
         return MirrorStore(root, entry, rows_per_shard)
     if entry.manual_download:
-        manual = os.environ.get(ENV_MANUAL_DIR) or DEFAULT_MANUAL_DIR
-        return ManualStore(Path(manual).expanduser(), entry, rows_per_shard)
+        return ManualStore(manual_dir(), entry, rows_per_shard)
     return HubStore(entry, hub_root=hub_root, rows_per_shard=rows_per_shard)

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from p3data.errors import P3DataError
+from p3data.fewshot.variants import name_parts
 from p3data.format.features import task_features
+from p3data.t0 import SCORE_EVAL_SUFFIX
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -46,8 +48,9 @@ def task_specs(task: str, splits: Mapping[str, Mapping[str, Any]]) -> dict[str, 
                           "features in their info.<split>.json; rebuild the task's cache")
     if found:
         return next(iter(found.values()))
-    return feature_specs(task_features(score_eval=task.endswith("_score_eval"),
-                                       with_choices=False))
+    base, shots = name_parts(task)
+    return feature_specs(task_features(score_eval=base.endswith(SCORE_EVAL_SUFFIX),
+                                       with_choices=False, fewshot=shots is not None))
 
 
 def export_arrow_schema(specs: Mapping[str, FeatureSpec]) -> pa.Schema:

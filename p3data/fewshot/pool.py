@@ -5,17 +5,20 @@ template and kept by T0's row rule; a dataset without one (story_cloze) lends th
 split, minus the query (GPT-3's rule). Never another task's split.
 
 Each exemplar is rendered and tokenized once per template, not once per query that shows it:
-the pool keeps its text (`input + exemplar_separator + target`) in one UTF-8 blob and, in
-numpy arrays sorted by (cost, row), its row number, its cost in tokens (with the example
-separator that follows it) and a hash of its whitespace-normalized input. Sorted by cost, the
-exemplars that fit a budget are a prefix, found by bisection. No Python object per exemplar:
-`save`/`load` put the pool in files that load memory-mapped, so a worker's memory stays flat.
+the pool keeps its text (`input + exemplar_separator + target`) in one UTF-8 blob, the ids of
+that text and the example separator after it in another (packed varints: a prompt's ids are
+joined from them where the model allows, `Tokenizer.join`) and, in numpy arrays sorted by
+(cost, row), its row number, its cost in tokens (those ids), what the tokenizer's guard needs
+to join them, and a hash of its whitespace-normalized input. Sorted by cost, the exemplars that
+fit a budget are a prefix, found by bisection. No Python object per exemplar: `save`/`load` put
+the pool in files that load memory-mapped, so a worker's memory stays flat.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import mmap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,14 +28,16 @@ import numpy as np
 from p3data.fewshot.settings import FewshotSettings
 from p3data.t0 import TaskSpec
 from p3data.templates import NO_LABEL, Outcome, Rendered
-from p3data.tokenize import Packed, Tokenizer
+from p3data.tokenize import Entry, Packed, Tokenizer
 
 TRAIN = "train"
 _CONTINUATION = bytes(range(0x80, 0x100))  # varint bytes that are not a varint's last
 _ARRAYS = ("rows", "costs", "keys", "offsets", "sorted_rows", "row_positions", "sorted_keys",
-           "key_positions")
-TEXTS = "texts.bin"
-POOL_FILES = (*(f"{name}.npy" for name in _ARRAYS), TEXTS)  # what `save` writes
+           "key_positions", "id_offsets", "tokens", "magnitudes", "exponents")
+# Per exemplar, a span of each blob file, between consecutive values of its offsets array.
+_BLOBS = {"texts.bin": "offsets", "ids.bin": "id_offsets"}
+POOL_FILES = (*(f"{name}.npy" for name in _ARRAYS), *_BLOBS)  # what `save` writes
+Blob = bytes | mmap.mmap
 
 
 def id_count(ids: Packed) -> int:
@@ -72,15 +77,21 @@ def is_usable(outcome: Outcome) -> bool:
 class ExemplarPool:
     """The usable exemplars of one (dataset split, template), sorted by (cost, row)."""
 
-    def __init__(self, arrays: dict[str, np.ndarray], blob: bytes | np.ndarray):
+    def __init__(self, arrays: dict[str, np.ndarray], blobs: dict[str, Blob]):
+        # Plain arrays over the same memory: a memmap's own indexing is Python code.
+        arrays = {name: np.asarray(array) for name, array in arrays.items()}
+        self.arrays, self.blobs = arrays, blobs
         self.rows: np.ndarray = arrays["rows"]  # int64, row numbers in the pool split
-        self.costs: np.ndarray = arrays["costs"]  # int64, tokens with the example separator
+        self.costs: np.ndarray = arrays["costs"]  # int64, ids with the example separator
         self.keys: np.ndarray = arrays["keys"]  # uint64, `input_key` of the exemplar's input
         self._offsets: np.ndarray = arrays["offsets"]  # int64, len + 1: text spans in the blob
         # rows and keys in order, and the positions they are at: bisected per query
         self._sorted_rows, self._row_positions = arrays["sorted_rows"], arrays["row_positions"]
         self._sorted_keys, self._key_positions = arrays["sorted_keys"], arrays["key_positions"]
-        self._blob = blob
+        # the ids' spans, and their `Entry` fields (`Tokenizer.join` guards with them)
+        self._id_offsets, self._tokens = arrays["id_offsets"], arrays["tokens"]
+        self._magnitudes, self._exponents = arrays["magnitudes"], arrays["exponents"]
+        self._texts, self._ids = blobs["texts.bin"], blobs["ids.bin"]
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -95,45 +106,62 @@ class ExemplarPool:
         """The exemplar's text: its input, the exemplar separator, its target."""
         return self.text_bytes(position).decode()
 
+    def row(self, position: int) -> int:
+        """The exemplar's row number in the pool split."""
+        return int(self.rows[position])
+
+    def entry(self, position: int) -> Entry:
+        """The ids of the exemplar's text and the example separator after it, as the
+        tokenizer gave them (`Tokenizer.join` joins them into a prompt's)."""
+        start, stop = self._id_offsets[position:position + 2].tolist()
+        return Entry(self._ids[start:stop], int(self._tokens[position]),
+                     float(self._magnitudes[position]), int(self._exponents[position]))
+
     def fitting(self, budget: int) -> int:
         """How many exemplars cost at most `budget` tokens: they are positions [0, result)."""
-        return int(np.searchsorted(self.costs, budget, side="right"))
+        return int(self.costs.searchsorted(budget, side="right"))
 
     def position_of_row(self, row: int) -> int | None:
         ordered = self._sorted_rows
-        i = int(np.searchsorted(ordered, row))
+        i = int(ordered.searchsorted(row))
         return int(self._row_positions[i]) if i < len(ordered) and ordered[i] == row else None
 
     def positions_with_key(self, key: int) -> np.ndarray:
         """Positions of the exemplars whose input has this key (e.g. the query's)."""
         ordered, key = self._sorted_keys, np.uint64(key)
-        lo, hi = np.searchsorted(ordered, key), np.searchsorted(ordered, key, side="right")
+        lo, hi = ordered.searchsorted(key), ordered.searchsorted(key, side="right")
         return self._key_positions[lo:hi]
 
     def save(self, folder: str | Path) -> None:
-        """Write the pool as `.npy` arrays and a text blob (`load` maps them)."""
+        """Write the pool as `.npy` arrays and blobs (`load` maps them)."""
         folder = Path(folder)
-        arrays = {"rows": self.rows, "costs": self.costs, "keys": self.keys,
-                  "offsets": self._offsets, "sorted_rows": self._sorted_rows,
-                  "row_positions": self._row_positions, "sorted_keys": self._sorted_keys,
-                  "key_positions": self._key_positions}
-        _save_arrays(folder, arrays)
-        (folder / TEXTS).write_bytes(bytes(self._blob))
+        _save_arrays(folder, self.arrays)
+        for name, blob in self.blobs.items():
+            (folder / name).write_bytes(blob[:])
 
     def text_bytes(self, position: int) -> bytes:
         """The exemplar's text, UTF-8 encoded."""
-        start, stop = self._offsets[position], self._offsets[position + 1]
-        return bytes(self._blob[start:stop])
+        start, stop = self._offsets[position:position + 2].tolist()
+        return self._texts[start:stop]
+
+    def span(self, blob: str, position: int) -> bytes:
+        """The exemplar's bytes in a blob file (`merge_pools` copies them)."""
+        start, stop = self.arrays[_BLOBS[blob]][position:position + 2].tolist()
+        return self.blobs[blob][start:stop]
 
     @classmethod
     def load(cls, folder: str | Path) -> ExemplarPool:
         """A saved pool, memory-mapped: pages are read as exemplars are drawn."""
         folder = Path(folder)
         arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
-        blob_path = folder / TEXTS
-        blob = (np.memmap(blob_path, dtype=np.uint8, mode="r") if blob_path.stat().st_size
-                else b"")
-        return cls(arrays, blob)
+        return cls(arrays, {name: _mapped(folder / name) for name in _BLOBS})
+
+
+def _mapped(path: Path) -> Blob:
+    """A file's bytes, memory-mapped (an empty file cannot be)."""
+    with path.open("rb") as handle:
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if path.stat().st_size \
+            else b""
 
 
 class PoolBuilder:
@@ -146,6 +174,7 @@ class PoolBuilder:
         self._costs: list[int] = []
         self._keys: list[int] = []
         self._texts: list[bytes] = []
+        self._entries: list[Entry] = []
 
     def add(self, outcomes: Sequence[Outcome]) -> None:
         """One batch of the template's outcomes over pool rows (each row once in all)."""
@@ -156,27 +185,45 @@ class PoolBuilder:
         self._costs += [id_count(i) for i in ids]
         self._keys += [input_key(o.inputs) for o in usable]
         self._texts += [t.encode() for t in texts]
+        self._entries += ids
 
     def finish(self) -> ExemplarPool:
         """The pool, sorted by (cost, row): the same whichever order batches came in."""
-        order, arrays = _sorted_arrays(np.array(self._rows, dtype=np.int64),
-                                       np.array(self._costs, dtype=np.int64),
-                                       np.array(self._keys, dtype=np.uint64))
-        texts = [self._texts[i] for i in order]
-        arrays["offsets"] = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum([len(t) for t in texts], out=arrays["offsets"][1:])
-        return ExemplarPool(arrays, b"".join(texts))
+        entries = self._entries
+        columns = {"rows": self._rows, "costs": self._costs, "keys": self._keys,
+                   "tokens": [e.tokens for e in entries],
+                   "magnitudes": [e.magnitude for e in entries],
+                   "exponents": [e.exponent for e in entries]}
+        order, arrays = _sorted_arrays({name: np.array(values, dtype=_COLUMNS[name])
+                                        for name, values in columns.items()})
+        blobs = {"texts.bin": [self._texts[i] for i in order],
+                 "ids.bin": [entries[i].varints for i in order]}
+        for name, parts in blobs.items():
+            arrays[_BLOBS[name]] = _offsets(np.array(list(map(len, parts)), dtype=np.int64))
+        return ExemplarPool(arrays, {name: b"".join(parts) for name, parts in blobs.items()})
 
 
-def _sorted_arrays(rows: np.ndarray, costs: np.ndarray,
-                   keys: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """The order that sorts exemplars by (cost, row), and a pool's arrays but the offsets."""
-    order = np.lexsort((rows, costs))
-    rows, costs, keys = rows[order], costs[order], keys[order]
+# The arrays with one value per exemplar, and their types.
+_COLUMNS = {"rows": np.int64, "costs": np.int64, "keys": np.uint64, "tokens": np.int64,
+            "magnitudes": np.float64, "exponents": np.int64}
+
+
+def _sorted_arrays(columns: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The order that sorts exemplars by (cost, row), and a pool's arrays but the offsets,
+    from its per-exemplar columns (`_COLUMNS`) in any order."""
+    order = np.lexsort((columns["rows"], columns["costs"]))
+    arrays = {name: columns[name][order] for name in _COLUMNS}
+    rows, keys = arrays["rows"], arrays["keys"]
     by_row, by_key = np.argsort(rows, kind="stable"), np.argsort(keys, kind="stable")
-    return order, {"rows": rows, "costs": costs, "keys": keys,
-                   "sorted_rows": rows[by_row], "row_positions": by_row,
+    return order, {**arrays, "sorted_rows": rows[by_row], "row_positions": by_row,
                    "sorted_keys": keys[by_key], "key_positions": by_key}
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    """Spans of consecutive pieces of these lengths: len + 1 offsets, from 0."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
 
 
 def _save_arrays(folder: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -187,24 +234,26 @@ def _save_arrays(folder: Path, arrays: dict[str, np.ndarray]) -> None:
 
 def merge_pools(parts: Sequence[ExemplarPool], folder: str | Path) -> None:
     """Save as one pool parts built from disjoint rows of a split (e.g. one per source shard):
-    the pool `build_pool` makes of all their rows, its texts copied part by part into place
-    rather than held in memory."""
-    order, arrays = _sorted_arrays(np.concatenate([p.rows for p in parts] + [_NONE]),
-                                   np.concatenate([p.costs for p in parts] + [_NONE]),
-                                   np.concatenate([p.keys for p in parts] + [_NONE_KEYS]))
+    the pool `build_pool` makes of all their rows, its texts and ids copied part by part into
+    place rather than held in memory."""
+    order, arrays = _sorted_arrays({name: _concatenated([p.arrays[name] for p in parts], dtype)
+                                    for name, dtype in _COLUMNS.items()})
     part_of = np.repeat(np.arange(len(parts)), [len(p) for p in parts])[order]
-    position = np.concatenate([np.arange(len(p)) for p in parts] + [_NONE])[order]
-    lengths = np.concatenate([np.diff(p._offsets) for p in parts] + [_NONE])[order]
-    arrays["offsets"] = np.zeros(len(order) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=arrays["offsets"][1:])
+    position = _concatenated([np.arange(len(p)) for p in parts])[order]
+    for offsets in _BLOBS.values():
+        arrays[offsets] = _offsets(_concatenated([np.diff(p.arrays[offsets])
+                                                  for p in parts])[order])
     folder = Path(folder)
     _save_arrays(folder, arrays)
-    with (folder / TEXTS).open("wb") as texts:
-        for k, i in zip(part_of.tolist(), position.tolist(), strict=True):
-            texts.write(parts[k].text_bytes(i))
+    for name in _BLOBS:
+        with (folder / name).open("wb") as blob:
+            for k, i in zip(part_of.tolist(), position.tolist(), strict=True):
+                blob.write(parts[k].span(name, i))
 
 
-_NONE, _NONE_KEYS = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
+def _concatenated(arrays: list[np.ndarray], dtype: type = np.int64) -> np.ndarray:
+    """The arrays end to end (of `dtype` if there are none)."""
+    return np.concatenate([*arrays, np.zeros(0, dtype)])
 
 
 def build_pool(batches: Iterable[Sequence[Outcome]], settings: FewshotSettings,

@@ -3,16 +3,19 @@
 For each query (a row T0's row rule kept): measure it; shorten it if alone it is over the
 input length (`shorten`); choose its exemplars once for the largest shot count, from draws
 keyed by (seed, task, split, row) (`select`), the smaller counts taking the first ones;
-assemble each prompt and tokenize all of a batch's prompts in one call. With whitespace
-separators and a SentencePiece model that splits on whitespace (T5's, the sample vocabulary's)
-a prompt's tokens are the sum of its parts' (tested), so the pool's costs say what fits; should
-a prompt still come out longer (e.g. a separator that joins words), its last exemplar is left
-out until it fits. Nothing here depends on which rows came before, so any sharding, batching,
-order or worker gives the same examples.
+assemble each prompt. Its ids are its exemplars' ids (with the separator, kept in the pool)
+and its query's joined, where the model makes that exact (`Tokenizer.join`: whitespace
+separators and a model that splits on whitespace, T5's and the sample vocabulary's); else the
+prompts are tokenized whole, all of a batch's in one call. Joined, a prompt's tokens are the sum
+of its parts', so the pool's costs say what fits; should a prompt tokenized whole come out
+longer (e.g. a separator that joins words), its last exemplar is left out until it fits.
+Nothing here depends on which rows came before, so any sharding, batching, order or worker
+gives the same examples.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -24,7 +27,7 @@ from p3data.fewshot.settings import FewshotSettings
 from p3data.fewshot.shorten import FittedQuery, QueryShortener
 from p3data.fewshot.stats import FewshotStats
 from p3data.templates import CompiledTemplate, Rendered
-from p3data.tokenize import Tokenizer
+from p3data.tokenize import Entry, Tokenizer
 
 Query = tuple[Mapping[str, Any], Rendered]  # a source row, and its render by the template
 
@@ -49,7 +52,7 @@ class FewshotPrompter:
         """Per shot count, one example per query, in the queries' order."""
         length = self.settings.input_length
         counts = self.tokenizer.encode_packed([rendered.inputs for _, rendered in queries])
-        fitted = [self._fit(row, rendered, id_count(ids), length)
+        fitted = [self._fit(row, rendered, ids, length)
                   for (row, rendered), ids in zip(queries, counts, strict=True)]
         selections = [self._select(query, rendered)
                       for query, (_, rendered) in zip(fitted, queries, strict=True)]
@@ -63,11 +66,11 @@ class FewshotPrompter:
                                         shortfall=selection.shortfall(k, example.num_shots))
         return examples
 
-    def _fit(self, row: Mapping[str, Any], rendered: Rendered, tokens: int,
+    def _fit(self, row: Mapping[str, Any], rendered: Rendered, ids: Entry,
              length: int) -> FittedQuery:
-        if tokens <= length:
-            return FittedQuery(rendered, tokens)
-        return self.shortener.shorten(row, rendered, tokens, length)
+        if (tokens := id_count(ids)) <= length:
+            return FittedQuery(rendered, tokens, ids)
+        return self.shortener.shorten(row, rendered, ids, length)
 
     def _select(self, query: FittedQuery, original: Rendered) -> Selection:
         """Exemplars for the largest shot count; the query's key is its original input's."""
@@ -80,18 +83,28 @@ class FewshotPrompter:
 
     def _assembled(self, fitted: list[FittedQuery],
                    chosen: dict[int, list[Selection]]) -> dict[int, list[FewshotExample]]:
-        """Every shot count's prompts, tokenized in one call; one over the length loses its
-        last exemplar until it fits (only separators that do not split words can cause it)."""
+        """Every shot count's prompts, their ids joined or else tokenized in one call; one
+        over the length loses its last exemplar until it fits (only a prompt tokenized whole,
+        with a separator that does not split words, can be)."""
         pending = [(k, i) for k in chosen for i in range(len(fitted))]
         shown = {item: list(chosen[item[0]][item[1]].positions) for item in pending}
-        texts = {item: [self.pool.text(p) for p in shown[item]] for item in pending}
+        # an exemplar's text, ids and row, read from the pool once per batch
+        text, entry = functools.cache(self.pool.text), functools.cache(self.pool.entry)
+        row = functools.cache(self.pool.row)
+        texts = {item: list(map(text, shown[item])) for item in pending}
         done: dict[tuple[int, int], FewshotExample] = {}
         while pending:
             prompts = [assemble(texts[item], fitted[item[1]].rendered.inputs, self.settings)
                        for item in pending]
+            joined = [self.tokenizer.join([*map(entry, shown[item]), fitted[item[1]].ids],
+                                          separator=self.settings.example_separator)
+                      for item in pending]
+            if whole := [n for n, ids in enumerate(joined) if ids is None]:
+                encoded = self.tokenizer.encode_packed([prompts[n] for n in whole])
+                for n, ids in zip(whole, encoded, strict=True):
+                    joined[n] = ids
             retry = []
-            for item, prompt, ids in zip(pending, prompts, self.tokenizer.encode_packed(prompts),
-                                         strict=True):
+            for item, prompt, ids in zip(pending, prompts, joined, strict=True):
                 positions = shown[item]
                 if positions and id_count(ids) > self.settings.input_length:
                     positions.pop()
@@ -101,6 +114,6 @@ class FewshotPrompter:
                 rendered = fitted[item[1]].rendered
                 done[item] = FewshotExample(
                     rendered.index, prompt, rendered.targets, rendered.answer_choices,
-                    len(positions), tuple(int(self.pool.rows[p]) for p in positions), ids)
+                    len(positions), tuple(map(row, positions)), ids)
             pending = retry
         return {k: [done[k, i] for i in range(len(fitted))] for k in chosen}

@@ -29,7 +29,8 @@ DEFAULT_INPUT_LENGTH = 1024  # T0's inputs feature length
 MIN_INPUT_LENGTH = 64
 ZERO_SHOT_SHARE = 0.5
 _RATIO_TOLERANCE = 1e-9
-_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.]*")
+LABEL_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.]*"  # a variant label: `T_<k>shot_<label>`
+_LABEL = re.compile(LABEL_PATTERN)
 
 # The `setting` of each error: what a front end names (a command line option, a field).
 SHOTS, RATIO, EXEMPLAR_SEPARATOR, EXAMPLE_SEPARATOR = (

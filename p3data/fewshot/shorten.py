@@ -24,7 +24,7 @@ from typing import Any
 
 from p3data.fewshot.pool import id_count
 from p3data.templates import CompiledTemplate, Rendered
-from p3data.tokenize import Tokenizer
+from p3data.tokenize import Entry, Tokenizer
 
 # Fields this short are questions, hypotheses, options: kept whole (the catalog's longest mean
 # question, quarel's, is 230 characters); only longer ones are passages.
@@ -80,6 +80,7 @@ class FittedQuery:
 
     rendered: Rendered
     tokens: int
+    ids: Entry  # its input's (`Tokenizer.encode_packed`'s), joined into its prompts' ids
     cut_tokens: int = 0  # tokens the shortening removed
     cut_fields: tuple[str, ...] = ()
     fits: bool = True  # False: even with its passages emptied it is over the length
@@ -94,13 +95,15 @@ class QueryShortener:
         self.tokenizer = tokenizer
         self.long_fields = tuple(long_fields)
 
-    def shorten(self, row: Mapping[str, Any], original: Rendered, tokens: int,
+    def shorten(self, row: Mapping[str, Any], original: Rendered, ids: Entry,
                 budget: int) -> FittedQuery:
-        """The query fitted to `budget` tokens, or as short as it gets (`fits` False)."""
+        """The query (its input's ids given) fitted to `budget` tokens, or as short as it gets
+        (`fits` False)."""
         fields = [name for name in passage_fields(row, self.template, self.long_fields)
                   if _length(row[name]) > SHORT_FIELD_CHARS
                   and self._may_cut(row, original, name)]
-        unfit = FittedQuery(original, tokens, fits=False)
+        tokens = id_count(ids)
+        unfit = FittedQuery(original, tokens, ids, fits=False)
         if not fields:
             return unfit
         longest = max(_length(row[name]) for name in fields)
@@ -114,9 +117,10 @@ class QueryShortener:
                 lo, best = mid, found
             else:
                 hi = mid
-        rendered, fitted_tokens = best
+        rendered, fitted_ids = best
+        fitted_tokens = id_count(fitted_ids)
         cut = tuple(name for name in fields if _length(row[name]) > lo)
-        return FittedQuery(rendered, fitted_tokens, tokens - fitted_tokens, cut)
+        return FittedQuery(rendered, fitted_tokens, fitted_ids, tokens - fitted_tokens, cut)
 
     def _render(self, row: Mapping[str, Any], original: Rendered,
                 cuts: Mapping[str, str | list[str]]) -> Rendered | None:
@@ -133,11 +137,12 @@ class QueryShortener:
         return self._render(row, original, {name: half}) is not None
 
     def _try(self, row: Mapping[str, Any], original: Rendered, fields: list[str], *, cap: int,
-             budget: int) -> tuple[Rendered, int] | None:
-        """The render with every field cut to `cap` characters, if it fits `budget`."""
+             budget: int) -> tuple[Rendered, Entry] | None:
+        """The render with every field cut to `cap` characters and its input's ids, if it
+        fits `budget`."""
         rendered = self._render(row, original, {name: cut_value(row[name], cap)
                                                 for name in fields})
         if rendered is None:
             return None
-        tokens = id_count(self.tokenizer.encode_packed([rendered.inputs])[0])
-        return (rendered, tokens) if tokens <= budget else None
+        ids = self.tokenizer.encode_packed([rendered.inputs])[0]
+        return (rendered, ids) if id_count(ids) <= budget else None

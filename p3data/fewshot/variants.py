@@ -10,23 +10,32 @@ like T0's, happens elsewhere (`p3data.tasks`); this module only says what to reg
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from p3data.datasets.catalog import DatasetEntry
 from p3data.errors import P3DataError
-from p3data.fewshot.settings import FewshotSettings
+from p3data.fewshot.settings import LABEL_PATTERN, FewshotSettings
 from p3data.t0 import MIXTURE_NAMES, TRAINING_MIXTURES, MixtureSpec, T0Definitions, TaskSpec
 from p3data.templates import Template
 
 EVAL_MIXTURE = "t0_eval_score_eval"
 EVAL_SHOTS = (1, 3, 5)
 MIXTURE, TASKS = "mixture", "tasks"  # the settings that name a variant mixture and its tasks
+_VARIANT_NAME = re.compile(rf"(?P<task>.+)_(?P<shots>[0-9]+)shot(?:_{LABEL_PATTERN})?")
 
 
 def variant_name(task: str, shots: int, label: str = "") -> str:
     """`T_<k>shot`, or `T_<k>shot_<label>` for labelled settings."""
     return f"{task}_{shots}shot" + (f"_{label}" if label else "")
+
+
+def name_parts(name: str) -> tuple[str, int | None]:
+    """A task name as (the T0 task it is made from, its shot count; None: T0's own task)."""
+    if (found := _VARIANT_NAME.fullmatch(name)) is None:
+        return name, None
+    return found["task"], int(found["shots"])
 
 
 def fewshot_mixture_name(mixture: str, label: str = "") -> str:

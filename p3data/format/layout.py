@@ -12,6 +12,7 @@ p3data adds   <task>/manifest.json and <task>/index.<split>-SSSSS-of-NNNNN.npy (
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 import re
@@ -32,7 +33,10 @@ TASK_FILES = (COMPLETED, MANIFEST, "*.tfrecord-*", "info.*.json", "stats.*.json"
               TEMP_PREFIX + "*")
 
 
+@functools.cache
 def seqio_version() -> str:
+    """The installed seqio's version, read once: reading package metadata parses files, and
+    every task split's info JSON names it."""
     try:
         return metadata.version("seqio")
     except metadata.PackageNotFoundError:

@@ -7,12 +7,14 @@ its few-shot statistics; T0's tasks' manifests have neither key, as before.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import msgspec
 
 from p3data import fs
 from p3data.errors import P3DataError
+from p3data.format import layout
 from p3data.format.layout import MANIFEST, dumps, is_shard
 
 # The version of what p3data writes (manifests, and the bytes of caches: fingerprints carry
@@ -130,3 +132,15 @@ def read_manifest(folder: str) -> Manifest:
 
 def write_manifest(folder: str, manifest: Manifest) -> None:
     fs.write_bytes(fs.join(folder, MANIFEST), manifest.to_json().encode())
+
+
+def write_p3_index(root: str) -> None:
+    """P3's `data_split_sizes.csv`: `task|{"split": examples, ...}` for every complete task,
+    non-empty splits only (the JSON is written as is, as P3's file has it)."""
+    lines = [layout.P3_INDEX_HEADER]
+    for completed in fs.glob(fs.join(root, "data", "*", layout.COMPLETED)):
+        manifest = read_manifest(fs.parent_of(completed))
+        sizes = {split: record.examples for split, record in manifest.splits.items()
+                 if record.examples}
+        lines.append(f"{manifest.task}|{json.dumps(sizes)}")
+    fs.write_bytes(fs.join(root, layout.P3_INDEX), ("\n".join(lines) + "\n").encode())

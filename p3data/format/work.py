@@ -8,10 +8,12 @@ typed records. The stages write these and the driver reads them; nothing else do
     <task>/<split>/dealt/dealt-NNNNN.tfrecord   stage 2's output records of part NNNNN,
                                     grouped by output shard (removed once the split is done)
     <task>/<split>/dealt/dealt-NNNNN.json       DealtPart: where each output shard's records
-                                    are in it, and their lengths (written after the records)
+                                    are in it, and their lengths (written after the records;
+                                    a split of one part is dealt into its shards directly)
     <task>/<split>.summary.json     SplitSummary: stage 2's result for a task split
     assembled/<task>/<split>.json   stage 2 has handled a task split (progress)
-    status/<task>.json              TaskStatus: the last stage's verdict on a task
+    status/<task>.json              TaskStatus: why the last stage could not complete a task
+                                    (a task it completed has COMPLETED in its folder instead)
     pools/<dataset>/<split>/<template id>-<fingerprint>/   a few-shot exemplar pool: a part
                                     per source shard, then the merged pool, each with its
                                     PoolRecord written last (`p3data.builder.pools`)
@@ -82,8 +84,13 @@ class WorkDir:
     def task_status(self, task: str) -> str:
         return fs.join(self.root, "status", task + ".json")
 
+    @property
+    def task_statuses(self) -> str:
+        return fs.join(self.root, "status", "*.json")
+
     def task(self, task: str) -> str:
-        """Everything stage 1 and 2 keep for one task (removed once it is complete)."""
+        """Everything stage 1 and 2 keep for one task (removed once it is complete; on an
+        object store, with the whole work folder at the run's end)."""
         return fs.join(self.root, task)
 
 
@@ -127,13 +134,11 @@ class PartMeta:
 class DealtPart:
     """Where a part's records for each output shard are, in the file it was dealt into (or,
     when it is copied whole, in the part itself): shard k's are bytes starts[k]:starts[k + 1],
-    records of payload lengths lengths[k], so a shard's index needs no rescanning. A split's
-    only part is dealt straight into the output shards: `written` has their and their
-    indexes' names and sha256s instead."""
+    records of payload lengths lengths[k], so a shard's index needs no rescanning. (A split's
+    only part is dealt straight into the output shards, and has none.)"""
 
     starts: list[int]
     lengths: list[list[int]]
-    written: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -165,7 +170,17 @@ class TaskStatus:
 
 
 def write_record(path: str, record: object) -> None:
-    fs.write_bytes(path, json.dumps(msgspec.to_builtins(record), sort_keys=True).encode())
+    fs.write_bytes(path, record_bytes(record))
+
+
+def write_records(records: dict[str, object]) -> None:
+    """Several records by path, in no set order (on an object store, concurrently)."""
+    fs.write_files({path: record_bytes(record) for path, record in records.items()})
+
+
+def record_bytes(record: object) -> bytes:
+    """A record as its file holds it (JSON)."""
+    return json.dumps(msgspec.to_builtins(record), sort_keys=True).encode()
 
 
 def read_record(path: str, kind: type[Record]) -> Record | None:

@@ -18,6 +18,7 @@ exceed a limit on work or size is dropped with a `RenderLimitError` naming the l
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -202,6 +203,15 @@ class CompiledTemplate:
         )
 
 
+@functools.lru_cache(maxsize=4096)  # more than all of P3's templates
+def compiled_template(template: Template, seed: int = 0) -> CompiledTemplate:
+    """`CompiledTemplate(template, seed)`, compiled once per process: a cache worker renders
+    many source shards of the same datasets, and compiling a template costs more than
+    rendering a small shard's rows through it. A compiled template keeps no state between
+    rows, so sharing it changes no output."""
+    return CompiledTemplate(template, seed)
+
+
 # A template that exceeds its limits on each of its first rows would spend up to its time
 # limit on every row of the split: after this many it is taken out as broken.
 LIMIT_STRIKES = 10
@@ -220,7 +230,7 @@ class DatasetRenderer:
         self._strikes: dict[str, int] = {}  # limit errors before any other outcome
         for template in templates:
             try:
-                self.templates[template.name] = CompiledTemplate(template, seed)
+                self.templates[template.name] = compiled_template(template, seed)
                 self._strikes[template.name] = 0
             except TemplateError as err:
                 self.broken[template.name] = err

@@ -3,7 +3,8 @@
 Each check returns why the shortcut might not give `SentencePieceProcessor.encode`'s ids, or
 None: whether a text's ids are its words' ids (`word_split_refusal`), whether raw text may be
 cut after each ". " (`raw_cut_refusal`), whether printable ASCII may be split by hand
-(`ascii_refusal`). The normalization rules are read from the model's precompiled charsmap (a
+(`ascii_refusal`), whether texts joined by a separator have their parts' ids joined
+(`join_refusal`). The normalization rules are read from the model's precompiled charsmap (a
 darts-clone trie) without running them.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from array import array
+from collections.abc import Callable
 
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
@@ -91,6 +93,39 @@ def raw_cut_refusal(proto: model_pb2.ModelProto) -> str | None:
     return "; ".join(reason for reason, applies in reasons.items() if applies) or None
 
 
+def join_refusal(proto: model_pb2.ModelProto, separator: str,
+                 normalize: Callable[[list[str]], list[str]]) -> str | None:
+    """Why `ids(a + separator + b)` might not be `ids(a + separator) + ids(b)` for some texts
+    (None: it always is, given the memo's guard on the joined score; `Tokenizer.join`).
+
+    The normalizer matches the longest rule key or user-defined piece at each point. If the
+    separator's characters are in no user-defined piece and in no rule key but alone, no match
+    crosses into or out of the separator: the whole text normalizes match by match as its
+    parts do. If the separator between two words normalizes to spaces only ("a" + separator
+    + "a" becomes "▁a▁a"), the whole text has one ▁ there; alone, `a + separator` loses its
+    trailing spaces (`remove_extra_whitespaces`) and `b` gains the ▁ in front
+    (`add_dummy_prefix`), with leading spaces dropped in both (a space came before): the
+    normalized parts join into the normalized whole. Its segmentation is its words' if
+    `word_split_refusal` accepts the model, and the joined unigram score is guarded as a text's.
+    """
+    spec = proto.normalizer_spec
+    held = next((p.piece for p in proto.pieces if p.type == PIECE.USER_DEFINED
+                 and set(p.piece) & set(separator)), None)
+    reasons = {
+        "add_dummy_prefix is false": not spec.add_dummy_prefix,
+        "remove_extra_whitespaces is false": not spec.remove_extra_whitespaces,
+        f"separator {separator!r} is not ASCII": not separator.isascii(),
+        f"user-defined piece {held!r} holds a separator character": held is not None,
+        f"a normalization rule reads {separator!r} with other characters": not _rules_skip(
+            spec.precompiled_charsmap, separator, alone=True),
+        f"separator {separator!r} does not normalize to one space between words": normalize(
+            ["a" + separator + "a", "a"]) != [f"{WORD_START}a{WORD_START}a", f"{WORD_START}a"],
+    }
+    refusal = word_split_refusal(proto)
+    return "; ".join([*(reason for reason, applies in reasons.items() if applies),
+                      *([refusal] if refusal else [])]) or None
+
+
 # A unit of a darts-clone double array (SentencePiece's rule trie): its label byte (with a bit
 # that no byte has), whether a key ends at it, and where its children are.
 _LABEL = (1 << 31) | 0xFF
@@ -113,13 +148,14 @@ def _trie_units(charsmap: bytes) -> array | None:
     return units
 
 
-def _rules_skip(charsmap: bytes, chars: str) -> bool:
-    """Whether no key of a precompiled normalization rule set holds any of the ASCII `chars`.
+def _rules_skip(charsmap: bytes, chars: str, *, alone: bool = False) -> bool:
+    """Whether no key of a precompiled normalization rule set holds any of the ASCII `chars`
+    (`alone`: but keys that are one of them alone).
 
     The charsmap's double array holds the keys' UTF-8 bytes (`_trie_units`). A key holding a byte
     passes a unit labeled with it which ends a key or has children (child `c` of unit `i` is
     unit `i ^ base ^ c`, labeled `c`): every such unit must be a dead end (an unused one may
-    carry any label: it must be a dead end too).
+    carry any label: it must be a dead end too), but, if `alone`, the root's child may end one.
     """
     if not charsmap:
         return True
@@ -127,11 +163,13 @@ def _rules_skip(charsmap: bytes, chars: str) -> bool:
     if units is None:
         return False
     labels = set(chars.encode())
+    root = _child_base(units[0])
     for index, unit in enumerate(units):
         if unit & _LABEL in labels:
             base = index ^ _child_base(unit)
-            if unit & _HAS_LEAF or any(base ^ c < len(units) and units[base ^ c] & _LABEL == c
-                                       for c in range(1, 256)):
+            ends = unit & _HAS_LEAF and not (alone and index == root ^ (unit & _LABEL))
+            if ends or any(base ^ c < len(units) and units[base ^ c] & _LABEL == c
+                           for c in range(1, 256)):
                 return False
     return True
 

@@ -3,6 +3,7 @@ float32 rounding of its score can be trusted (see `segment`)."""
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from p3data.varints import packed
@@ -39,3 +40,9 @@ def joined(parts: list[Entry]) -> Entry:
     varints, tokens, magnitudes, exponents = zip(*parts, strict=False)  # 4 fields each
     return Entry(b"".join(varints), sum(tokens), sum(magnitudes), min(exponents))
 
+
+
+def trusted(entry: Entry) -> bool:
+    """Whether the entry's words keep their ids at its score's magnitude: joined ids are the
+    text's ids only where float32 rounding cannot move a tie (see `segment`)."""
+    return math.frexp(entry.magnitude)[1] <= entry.exponent

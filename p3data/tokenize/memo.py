@@ -21,7 +21,7 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from p3data.tokenize.checks import RAW_SENTENCE_END, WORD_START, ascii_refusal, raw_cut_refusal
-from p3data.tokenize.entries import Entry, entry_of, joined
+from p3data.tokenize.entries import NEVER, Entry, entry_of, joined, trusted
 from p3data.tokenize.segment import UnigramGuard
 
 # Per process, the sentence and word memos hold at most this many characters of text each
@@ -98,11 +98,9 @@ class WordMemo:
         found: list[Entry | None] = []
         for sentences in split:
             entry = joined(list(map(memo.__getitem__, sentences)))
-            if self._guard is not None:
-                exponent = math.frexp(entry.magnitude)[1]
-                if exponent > entry.exponent:
-                    entry = self._resegmented(sentences, exponent)
-                    self.stats.resegmented_texts += entry is not None
+            if self._guard is not None and not trusted(entry):
+                entry = self._resegmented(sentences, math.frexp(entry.magnitude)[1])
+                self.stats.resegmented_texts += entry is not None
             found.append(entry)
         self.stats.texts += len(split)
         self.stats.plain_texts += found.count(None)
@@ -162,7 +160,8 @@ class WordMemo:
 
     def _resegmented(self, keys: list[str], exponent: int) -> Entry | None:
         """The entry of a text (its sentence keys) whose score magnitude has this exponent,
-        beyond that of some of its words, or None if it must be encoded plainly.
+        beyond that of some of its words, or None if it must be encoded plainly. Its words were
+        segmented from this text's scores: it is never `trusted` joined to other text.
 
         Where no piece crosses a word boundary, SentencePiece's Viterbi reaches each word from
         one score: the float32 sum, in order, of the scores of the ids before it. Each
@@ -184,7 +183,7 @@ class WordMemo:
             else:
                 before.append(part.varints)
             entries.append(part)
-        return joined(entries)
+        return joined(entries)._replace(exponent=NEVER)
 
     def _parts(self, keys: list[str], exponent: int) -> list[Entry | str]:
         """Sentence keys as entries that allow the exponent, and the normalized text of each

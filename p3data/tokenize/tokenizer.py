@@ -8,8 +8,11 @@ Short texts (labels, answer choices) are looked up whole; longer ones go to the 
 (`memo.WordMemo`), which segments each distinct sentence and word once. The contract is identity
 with `SentencePieceProcessor.encode`; whatever could break it sends the text, or the whole
 model, to plain encoding. The cache asks for ids packed as varints (`encode_packed`), which is
-how the memo keeps them. `P3DATA_TOKENIZER_MEMO=0` (or `Tokenizer(memo=False)`) sends every text
-to plain encoding: the same ids, for anyone who needs to rule the memo out.
+how the memo keeps them, and joins the ids of texts joined by a separator where the model makes
+them the whole text's (`join`: a few-shot prompt from its exemplars' ids and its query's).
+`P3DATA_TOKENIZER_MEMO=0` (or `Tokenizer(memo=False)`) sends every text to plain encoding, and
+turns joining off: the same ids, for anyone who needs to rule the shortcuts out (joining also
+needs the memo's score magnitudes to guard unigram ties).
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from p3data.errors import P3DataError
-from p3data.tokenize.checks import PIECE, word_split_refusal
-from p3data.tokenize.entries import Entry, entry_of
+from p3data.tokenize.checks import PIECE, join_refusal, word_split_refusal
+from p3data.tokenize.entries import NEVER, Entry, entry_of, joined, trusted
 from p3data.tokenize.memo import WordMemo
 from p3data.varints import unpacked
 
@@ -76,26 +79,51 @@ class Tokenizer:
         """`memo`: whether to memoize texts, sentences and words (None: `memo_setting()`);
         without, each text goes to `SentencePieceProcessor.encode`, for the same ids."""
         self.model_sha256 = hashlib.sha256(model).hexdigest()
-        proto = model_pb2.ModelProto.FromString(with_extra_ids(model, extra_ids))
-        self._processor = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
+        self._proto = model_pb2.ModelProto.FromString(with_extra_ids(model, extra_ids))
+        self._processor = spm.SentencePieceProcessor(
+            model_proto=self._proto.SerializeToString())
         self._memoized = memo_setting() if memo is None else memo
-        refusal = (word_split_refusal(proto) if self._memoized
-                   else "turned off by " + ("memo=False" if memo is False else ENV_MEMO))
+        self._off = None if self._memoized else "turned off by " + (
+            "memo=False" if memo is False else ENV_MEMO)
+        refusal = self._off or word_split_refusal(self._proto)
         if refusal:
-            _log_plain_encoding(self.model_sha256, refusal)
-        self.memo = None if refusal else WordMemo(proto, self._processor.normalize)
+            _log_shortcut(self.model_sha256, "plain encoding, not word by word", refusal)
+        self.memo = None if refusal else WordMemo(self._proto, self._processor.normalize)
         self._texts: dict[str, Entry] = {}  # short texts
+        self._joins: dict[str, bool] = {}
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         return [unpacked(entry.varints).tolist() for entry in self._entries(texts)]
 
-    def encode_packed(self, texts: Sequence[str]) -> list[Packed]:
+    def encode_packed(self, texts: Sequence[str]) -> list[Entry]:
         """`encode`'s ids, packed: as the memo keeps them (nothing per id)."""
         return self._entries(texts)
 
+    def joins(self, separator: str) -> bool:
+        """Whether `join` may join the ids of texts that `separator` joins (`join_refusal`)."""
+        if separator not in self._joins:
+            refusal = self._off or join_refusal(self._proto, separator,
+                                                self._processor.normalize)
+            if refusal:
+                _log_shortcut(self.model_sha256, f"texts joined by {separator!r} are encoded "
+                              "whole", refusal)
+            self._joins[separator] = refusal is None
+        return self._joins[separator]
+
+    def join(self, parts: Sequence[Entry], *, separator: str) -> Entry | None:
+        """The ids of the text `a + separator + b + ... + z` from those of `a + separator`,
+        `b + separator`, ..., `z` (`encode_packed`'s entries); None if the model does not
+        allow it (`joins`) or a unigram tie might go another way: encode that text whole."""
+        if len(parts) == 1:  # the text itself
+            return parts[0]
+        if not self.joins(separator):
+            return None
+        entry = joined(list(parts))
+        return entry if trusted(entry) else None
+
     def _entries(self, texts: Sequence[str]) -> list[Entry]:
         if not self._memoized:
-            return list(map(entry_of, self._processor.encode(list(texts), num_threads=1)))
+            return list(map(_plain, self._processor.encode(list(texts), num_threads=1)))
         memo = self._texts
         missing = list({t for t in texts if len(t) > MEMO_MAX_CHARS or t not in memo})
         if not missing:
@@ -111,12 +139,16 @@ class Tokenizer:
         if plain:
             encoded = self._processor.encode([texts[i] for i in plain], num_threads=1)
             for i, ids in zip(plain, encoded, strict=True):
-                found[i] = entry_of(ids)
+                found[i] = _plain(ids)
         return found
 
 
+def _plain(ids: list[int]) -> Entry:
+    """A plainly encoded text's entry: no score magnitude known, so never `join`ed."""
+    return entry_of(ids, 0.0, NEVER)
+
+
 @functools.cache
-def _log_plain_encoding(model_sha256: str, reason: str) -> None:
-    """Once per model and process."""
-    _LOG.info("SentencePiece model %s…: plain encoding, not word by word (%s)",
-              model_sha256[:12], reason)
+def _log_shortcut(model_sha256: str, what: str, reason: str) -> None:
+    """Once per model, shortcut and process."""
+    _LOG.info("SentencePiece model %s…: %s (%s)", model_sha256[:12], what, reason)

@@ -1,21 +1,25 @@
 """Run `p3data cache` and die like `kill -9` just before its K-th file operation, so every
 crash point of a build can be reached deterministically.
 
-    python tests/crash_run.py crash OUTPUTS POINTS [BASE] -- <p3data cache arguments>
-    python tests/crash_run.py rerun OUTPUTS POINTS -- <p3data cache arguments>
+    python tests/crash_run.py crash OUTPUTS POINTS [BASE] [--target URL] -- <cache arguments>
+    python tests/crash_run.py rerun OUTPUTS POINTS [--target URL] -- <cache arguments>
 
 `crash`: for each point K of POINTS (comma-separated; -1 never crashes), a forked child
 builds into OUTPUTS/K (a copy of BASE when given) and dies just before its K-th file
 operation. `rerun`: a child finishes each OUTPUTS/K with `--force` (the dead run's lock is
 left behind, as after a real kill -9). This process imports p3data and Beam once and forks a
-child per point, so a crash costs a fraction of a second.
+child per point, so a crash costs a fraction of a second. With `--target URL` (a gs:// folder)
+the builds go to URL/K instead, on the object store, and OUTPUTS keeps only the logs.
 
 File operations are fsspec's local `open` for writing, `mv` and `rm`, which is how p3data
-starts, commits and removes every file of a cache; a child writes those it ran to
+starts, commits and removes every file of a cache on disk; on gs://, gcsfs's object uploads
+(one request, or the start of a resumable one) and deletes. A child writes those it ran to
 OUTPUTS/K.<mode>.trace as `[operation, path]`, its output to OUTPUTS/K.<mode>.log and its exit
 code to OUTPUTS/K.<mode>.code. The DirectRunner's default mode runs the workers inside the
 child, so their operations count too. Tests call `crash_run` to run this, and `crash_points`
-to choose the points from an uninterrupted run's trace.
+to choose the points from an uninterrupted run's trace. On gs:// p3data uploads some objects
+together (concurrently): one dying just before the K-th leaves those in flight before it
+uploaded or not, as a real crash would.
 """
 
 from __future__ import annotations
@@ -30,16 +34,22 @@ from pathlib import Path
 
 from fsspec.implementations.local import LocalFileSystem
 
+from p3data import fs
 from p3data.cli import main as cli
+from p3data.object_store import on_object_store
 
 OPERATIONS = {"_open": "create", "mv": "rename", "rm": "delete"}
+# gcsfs: an object uploaded in one request, a resumable upload started, an object deleted
+STORE_OPERATIONS = {"_pipe_file": "create", "_initiate_upload": "create", "_rm_file": "delete"}
 
 
 def crash_run(mode: str, outputs: Path, points: list[int], cache_args: list[str], *,
-              base: Path | None = None) -> list[int]:
-    """Crash (or rerun) a build per point, each into `outputs/<point>`; their exit codes."""
+              base: Path | str | None = None, target: str | None = None) -> list[int]:
+    """Crash (or rerun) a build per point, each into `outputs/<point>` (or `target/<point>`);
+    their exit codes."""
     command = [sys.executable, __file__, mode, str(outputs), ",".join(map(str, points)),
-               *([str(base)] if base else []), "--", *cache_args]
+               *([str(base)] if base else []), *(["--target", target] if target else []),
+               "--", *cache_args]
     subprocess.run(command, check=True, timeout=1800)
     return [int((outputs / f"{point}.{mode}.code").read_text()) for point in points]
 
@@ -49,7 +59,7 @@ def kind(operation: str, path: str | list) -> str:
     path = path[0] if isinstance(path, list) and path else path
     name = re.sub(r"\.p3data-tmp-[0-9a-f]+-", "", str(path).rsplit("/", 1)[-1])
     where = "work" if "/.p3data-work" in str(path) else "task"
-    if where == "work" and operation == "delete":
+    if where == "work" and operation == "delete" and not re.search(r"\.(json|tfrecord)$", name):
         return "delete work " + ("root" if name == ".p3data-work" else "task folder")
     for pattern, kind in ((r"^part-\d+\.tfrecord$", "part records"),
                           (r"^dealt-\d+\.", "dealt part"), (r"^index\.", "index"),
@@ -99,16 +109,44 @@ def _intercept(method: str, trace, crash_at: int, counter: list[int]) -> None:
     setattr(LocalFileSystem, method, operation)
 
 
-def run_and_die(arguments: list[str], *, stem: str, crash_at: int) -> None:
+def _intercept_store(method: str, trace, crash_at: int, counter: list[int]) -> None:
+    """As `_intercept`, for gcsfs's object operations (coroutines, run on its event loop)."""
+    from gcsfs.core import GCSFile, GCSFileSystem
+
+    owner = GCSFile if method == "_initiate_upload" else GCSFileSystem
+    original = getattr(owner, method)
+    name = STORE_OPERATIONS[method]
+
+    def record(path: str) -> None:
+        if counter[0] == crash_at:
+            trace.flush()
+            os._exit(137)  # no cleanup, no finally: what kill -9 leaves
+        counter[0] += 1
+        trace.write(json.dumps([name, path]) + "\n")
+
+    if owner is GCSFile:
+        def operation(self, *args, **kwargs):
+            record(self.path)
+            return original(self, *args, **kwargs)
+    else:
+        async def operation(self, path, *args, **kwargs):
+            record(path)
+            return await original(self, path, *args, **kwargs)
+
+    setattr(owner, method, operation)
+
+
+def run_and_die(arguments: list[str], *, stem: str, crash_at: int, store: bool = False) -> None:
     """In a forked child: run the p3data command, dying just before its `crash_at`-th file
-    operation; its output goes to `<stem>.log`, the operations it ran to `<stem>.trace`."""
+    operation (`store`: object operations, its output being on an object store); its output
+    goes to `<stem>.log`, the operations it ran to `<stem>.trace`."""
     log = open(f"{stem}.log", "w", encoding="utf-8")  # noqa: SIM115 - outlives os._exit
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
     trace = open(f"{stem}.trace", "w", encoding="utf-8")  # noqa: SIM115
     counter = [0]
-    for method in OPERATIONS:
-        _intercept(method, trace, crash_at, counter)
+    for method in STORE_OPERATIONS if store else OPERATIONS:
+        (_intercept_store if store else _intercept)(method, trace, crash_at, counter)
     code = cli(arguments)
     trace.close()
     sys.stdout.flush()
@@ -116,35 +154,49 @@ def run_and_die(arguments: list[str], *, stem: str, crash_at: int) -> None:
     os._exit(code)
 
 
-def _child(out: Path, mode: str, crash_at: int, cache_args: list[str]) -> None:
+def _child(out: Path | str, mode: str, crash_at: int, cache_args: list[str], *,
+           log: Path) -> None:
     force = ["--force"] if mode == "rerun" else []
     run_and_die(["cache", "--output-dir", str(out), *force, *cache_args],
-                stem=f"{out}.{mode}", crash_at=crash_at)
+                stem=f"{log}.{mode}", crash_at=crash_at, store=on_object_store(str(out)))
 
 
 def main() -> int:
     split = sys.argv.index("--")
-    mode, outputs, points, *base = sys.argv[1:split]
+    mode, outputs, points, *rest = sys.argv[1:split]
+    target = rest[rest.index("--target") + 1] if "--target" in rest else None
+    base = [arg for arg in rest if arg != "--target" and arg != target]
+    Path(outputs).mkdir(parents=True, exist_ok=True)
     running: dict[int, Path] = {}
     for point in points.split(","):
-        out = Path(outputs) / point
+        log = Path(outputs) / point
+        out = f"{target}/{point}" if target else log
         if base and mode == "crash":
-            shutil.copytree(base[0], out)
+            _copy_tree(base[0], str(out))
         if len(running) >= (os.cpu_count() or 1):
             _reap(running, mode)
         pid = os.fork()
         if pid == 0:
-            _child(out, mode, int(point) if mode == "crash" else -1, sys.argv[split + 1:])
-        running[pid] = out
+            _child(out, mode, int(point) if mode == "crash" else -1, sys.argv[split + 1:],
+                   log=log)
+        running[pid] = log
     while running:
         _reap(running, mode)
     return 0
 
 
+def _copy_tree(source: str, target: str) -> None:
+    if not on_object_store(source) and not on_object_store(target):
+        shutil.copytree(source, target)
+        return
+    fs.write_files({target + path[len(source):]: fs.read_bytes(path)
+                    for path in fs.walk_files(source)})
+
+
 def _reap(running: dict[int, Path], mode: str) -> None:
     pid, status = os.wait()
-    out = running.pop(pid)
-    Path(f"{out}.{mode}.code").write_text(str(os.waitstatus_to_exitcode(status)))
+    log = running.pop(pid)
+    Path(f"{log}.{mode}.code").write_text(str(os.waitstatus_to_exitcode(status)))
 
 
 if __name__ == "__main__":

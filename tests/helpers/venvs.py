@@ -25,15 +25,19 @@ class Venv:
     def bin(self, name: str) -> Path:
         return self.root / "bin" / name
 
-    def run(self, *args: str | os.PathLike, cwd: Path | None = None, timeout: float = 1800,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        """`args` with this environment's Python first on PATH, outside the checkout, without
-        the checkout on sys.path and without the caller's P3DATA_* settings."""
+    def environment(self, env: dict[str, str] | None = None) -> dict[str, str]:
+        """The caller's environment with this environment's Python first on PATH, without the
+        checkout on sys.path and without the caller's P3DATA_* settings; then `env`."""
         clean = {k: v for k, v in os.environ.items()
                  if not k.startswith(("P3DATA_", "PYTHON", "VIRTUAL_ENV"))}
         clean["PATH"] = f"{self.root / 'bin'}{os.pathsep}{clean.get('PATH', '')}"
+        return {**clean, **(env or {})}
+
+    def run(self, *args: str | os.PathLike, cwd: Path | None = None, timeout: float = 1800,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """`args` in `environment(env)`, outside the checkout."""
         return subprocess.run([str(a) for a in args], cwd=cwd or self.root,
-                              env={**clean, **(env or {})}, capture_output=True, text=True,
+                              env=self.environment(env), capture_output=True, text=True,
                               timeout=timeout)
 
     def pip(self, *args: str | os.PathLike, timeout: float = 1800) -> None:
@@ -51,3 +55,23 @@ def make_venv(root: Path, *requirements: str | os.PathLike, python: str = sys.ex
     if requirements:
         venv.pip(*requirements)
     return Venv(root, time.monotonic() - start)
+
+
+def staged_wheel(folder: Path) -> Path:
+    """The wheel `p3data cache --runner=DataflowRunner` stages, made as a user's driver makes it:
+    by a p3data installed from its own wheel (not the checkout, not editable), in a process
+    started outside the checkout."""
+    dist, site, staged = folder / "dist", folder / "installed", folder / "staged"
+    staged.mkdir(parents=True)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist),
+                    str(ROOT)], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+                    str(site), next(dist.glob("p3data-*.whl"))], check=True, capture_output=True)
+    probe = ("import sys, p3data; from pathlib import Path; from p3data.staging import "
+             "build_wheel; assert p3data.__file__.startswith(sys.argv[1]), p3data.__file__; "
+             "print(build_wheel(Path(sys.argv[2])))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("P3DATA_", "PYTHON"))}
+    made = subprocess.run([sys.executable, "-c", probe, str(site), str(staged)], cwd=folder,
+                          env={**env, "PYTHONPATH": str(site)}, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr[-3000:]
+    return Path(made.stdout.strip())

@@ -1,0 +1,54 @@
+"""What identifies a build: a task's fingerprint (everything its output bytes depend on: code
+and format versions, template, splits, the identity of the rows read, vocabulary, seed,
+sharding, and for a few-shot variant what makes its prompts) and an exemplar pool's. A rerun
+reuses only work whose fingerprint is this run's."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING
+
+from p3data import __version__
+from p3data.builder.pools import fewshot_record
+from p3data.fewshot import AnySpec, VariantSpec
+from p3data.fewshot.pool import POOL_FILES
+from p3data.format.manifest import FORMAT_VERSION
+from p3data.templates import Template
+
+if TYPE_CHECKING:  # the settings' home imports this module
+    from p3data.builder.plan import CacheConfig
+
+
+def template_digest(template: Template) -> str:
+    text = json.dumps([template.jinja, template.answer_choices])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def canonical_json(value: object) -> str:
+    """`value` as JSON, as the manifest keeps it (a tuple reads back as a list)."""
+    return json.dumps(value, sort_keys=True)
+
+
+def task_fingerprint(config: CacheConfig, spec: AnySpec, sources: dict) -> str:
+    payload = {
+        "p3data": __version__, "format": FORMAT_VERSION, "task": spec.name,
+        "template": [spec.template.id, template_digest(spec.template)],
+        "score_eval": spec.score_eval, "splits": spec.split_mapping, "sources": sources,
+        "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
+        "seed": config.seed, "shards": config.shards, "p3_layout": config.p3_layout,
+    }
+    if isinstance(spec, VariantSpec):  # what makes its prompts (T0's tasks have no such key)
+        payload["fewshot"] = fewshot_record(spec)
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+
+
+def pool_fingerprint(config: CacheConfig, spec: VariantSpec, split: str,
+                     identity: dict) -> str:
+    settings = spec.settings
+    payload = {"p3data": __version__, "format": FORMAT_VERSION, "dataset": spec.entry.name,
+               "split": split, "template": [spec.template.id, template_digest(spec.template)],
+               "separators": [settings.exemplar_separator, settings.example_separator],
+               "rows": identity, "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
+               "seed": config.seed, "files": POOL_FILES}  # a pool of other files is rebuilt
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
