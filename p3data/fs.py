@@ -247,10 +247,10 @@ def read_files(paths: list[str]) -> list[bytes]:
     """`read_bytes` of several files, in their order; on an object store concurrently (one
     round trip)."""
     if len(paths) > 1 and all(on_object_store(path) for path in paths):
-        filesystem = resolve(paths[0])[0]
+        filesystem, names = resolve(paths[0])[0], [resolve(path)[1] for path in paths]
         with refusals(paths[0], "read"):
-            read = filesystem.cat([resolve(path)[1] for path in paths])
-        return [read[resolve(path)[1]] for path in paths]
+            read = filesystem.cat(names)
+        return [read[name] for name in names]
     return [read_bytes(path) for path in paths]
 
 
