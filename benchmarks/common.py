@@ -131,17 +131,20 @@ def prose_vocab(work: Path) -> Path:
 class PeakMemory:
     """Highest resident memory of a process and all its children, sampled every 0.2 s: of the
     whole tree (`peak`) and of each process (`peaks`, by pid, with `roles` from their command
-    lines), since a Beam run's figure that matters is memory per worker process."""
+    lines, and `peak_times`, seconds from the start to each peak, which tell the stage that
+    holds it), since a Beam run's figure that matters is memory per worker process."""
 
     def __init__(self, pid: int):
         self.process = psutil.Process(pid)
         self.peak = 0
         self.peaks: dict[int, int] = {}
+        self.peak_times: dict[int, float] = {}
         self.roles: dict[int, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def __enter__(self) -> PeakMemory:
+        self._start = time.monotonic()
         self._thread.start()
         return self
 
@@ -164,13 +167,21 @@ class PeakMemory:
                 except psutil.Error:
                     continue
                 total += rss
-                self.peaks[process.pid] = max(self.peaks.get(process.pid, 0), rss)
+                if rss > self.peaks.get(process.pid, 0):
+                    self.peaks[process.pid] = rss
+                    self.peak_times[process.pid] = time.monotonic() - self._start
             self.peak = max(self.peak, total)
 
     def peak_of(self, role: str) -> int:
         """The highest peak of the processes of one role (0 if there was none)."""
         return max((peak for pid, peak in self.peaks.items() if self.roles[pid] == role),
                    default=0)
+
+    def peak_time_of(self, role: str) -> float:
+        """Seconds from the start to the highest peak of the processes of one role."""
+        pid = max((pid for pid in self.peaks if self.roles[pid] == role),
+                  key=self.peaks.__getitem__, default=None)
+        return self.peak_times.get(pid, 0.0)
 
 
 def _role(process: psutil.Process, root: int) -> str:

@@ -78,13 +78,27 @@ class ScaleRun:
         """CPU-hours for all of P3 at this run's examples per CPU-second."""
         return P3_EXAMPLES / self.rate / 3600
 
+    @property
+    def worker_role(self) -> str:
+        """Whose memory is a worker's: the DirectRunner works in the driver with one worker."""
+        return "worker" if self.workers > 1 else "driver"
+
+    def peak_stage(self) -> str:
+        """The stage during which a worker's memory peaked."""
+        at, end = self.run.memory.peak_time_of(self.worker_role), 0.0
+        for stage, seconds in self.stages.items():
+            end += seconds
+            if at <= end:
+                return stage
+        return "wrap-up"
+
     def cells(self) -> list:
         memory = self.run.memory
-        worker = memory.peak_of("worker") if self.workers > 1 else memory.peak_of("driver")
+        worker = memory.peak_of(self.worker_role)
         return [percent(self.fraction), self.workers, f"{self.rows:,}", f"{self.examples:,}",
                 f"{self.run.cpu:,.0f} ({self.run.user:,.0f}+{self.run.system:,.0f})",
                 f"{self.rate:,.0f}", f"{self.tokens / self.run.cpu:,.0f}",
-                f"{self.run.wall:,.0f}", f"{worker / MIB:,.0f}",
+                f"{self.run.wall:,.0f}", f"{worker / MIB:,.0f} ({self.peak_stage()})",
                 f"{memory.peak_of('driver') / MIB:,.0f}", f"{memory.peak / MIB:,.0f}",
                 f"{self.files:,}", f"{self.bytes / 1e6:,.0f}",
                 " / ".join(f"{s:,.0f}" for s in self.stages.values()),
@@ -92,7 +106,7 @@ class ScaleRun:
 
 
 COLUMNS = ["F", "workers", "rows", "examples", "CPU-s (user+sys)", "ex/CPU-s", "tok/CPU-s",
-           "wall s", "peak/worker MiB", "driver MiB", "tree MiB", "files", "MB", "stages s",
+           "wall s", "peak/worker MiB (stage)", "driver MiB", "tree MiB", "files", "MB", "stages s",
            "P3 CPU-h"]
 STAGES = "start-up+plan / render+tokenize / assemble / wrap-up"
 
@@ -170,8 +184,7 @@ def fit_lines(runs: list[ScaleRun]) -> list[str]:
         slope = (high.run.cpu - low.run.cpu) / (high.examples - low.examples)
         fixed = low.run.cpu - slope * low.examples
         projected = (fixed + slope * P3_EXAMPLES) / 3600
-        role = "worker" if workers > 1 else "driver"
-        memory = [r.run.memory.peak_of(role) / MIB for r in (low, high)]
+        memory = [r.run.memory.peak_of(r.worker_role) / MIB for r in (low, high)]
         lines += [
             f"{workers} worker(s): {1e6 * slope:,.1f} CPU-us per example "
             f"({1 / slope:,.0f} examples/CPU-s at the margin); fixed {fixed:,.1f} CPU-s = "
