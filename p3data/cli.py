@@ -1,7 +1,8 @@
 """The `p3data` command line: one subcommand per job (see `p3data/commands/`).
 
-Mistakes in what a user asks for end as one line `p3data: error: ...` and exit 2; anything
-else is a bug in p3data and keeps its traceback.
+Mistakes in what a user asks for end as one line `p3data: error: ...` and exit 2; a write the
+storage refuses (a full disk) as one such line and exit 1; anything else is a bug in p3data
+and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from p3data.commands import (
 )
 from p3data.commands.extras import missing_extra
 from p3data.commands.options import option_hint
-from p3data.errors import P3DataError
+from p3data.errors import P3DataError, storage_refusal
 
 COMMANDS = (render, tasks, fetch, cache, verify, compare, peek, vocab, lint, validate, plan,
             overlap, report, export, index)
@@ -82,6 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (missing := missing_extra(err, args.command)) is not None:
             print(f"p3data: error: {missing}", file=sys.stderr)
             return 2
+        if (refusal := storage_refusal(err)) is not None:  # not a bug: the disk is full
+            print(f"p3data: error: {refusal} (p3data {args.command} stopped there; what it had "
+                  f"not finished is not marked complete: make room and run it again)",
+                  file=sys.stderr)
+            return 1
         traceback.print_exc()
         print(BUG, file=sys.stderr)
         return 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import errno
+import re
 from collections.abc import Collection
 
 
@@ -73,3 +75,32 @@ class NotFoundError(P3DataError, LookupError):
         elif listed_by and not close:
             message += f"; see {listed_by}"
         return cls(message, setting=setting)
+
+
+# Refusals of the storage itself: no later write would fare better, so a run stops on them.
+STORAGE_ERRNOS = {errno.ENOSPC: "no space left on the device",
+                  errno.EDQUOT: "disk quota exceeded", errno.EROFS: "the file system is read-only"}
+# The same, as a worker's failure reaches the driver from another process: as text.
+_ERRNOS = "|".join(map(str, STORAGE_ERRNOS))
+_RELAYED = re.compile(rf"\[Errno ({_ERRNOS})\] [^:\]\n]*(?:: '([^'\n]*)')?")
+
+
+def storage_refusal(err: BaseException) -> str | None:
+    """What the storage said, if `err` (or an error it came from, or the text a Beam worker
+    relayed it as) is a write refused for want of room or by a read-only file system, with the
+    folder written in when known. None for any other error."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        if isinstance(err, OSError) and err.errno in STORAGE_ERRNOS:
+            return _refused(err.errno, err.filename)
+        if match := _RELAYED.search(str(err)):
+            return _refused(int(match[1]), match[2])
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def _refused(number: int, path: object) -> str:
+    """The storage's refusal, in the folder of `path` (a file's temporary name says nothing)."""
+    folder = str(path).rsplit("/", 1)[0] if path else ""
+    return STORAGE_ERRNOS[number] + (f" writing in {folder}" if folder else "")

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 from p3data import fs
-from p3data.errors import P3DataError
+from p3data.errors import P3DataError, storage_refusal
 
 LOCK = ".p3data-lock"  # the lock file's name, in the folder it locks
 logger = logging.getLogger(__name__)
@@ -132,6 +132,8 @@ def _make_folder(output_dir: str) -> None:
     try:
         fs.makedirs(output_dir)
     except OSError as err:
+        if storage_refusal(err) is not None:  # a full disk: said as such, by the caller
+            raise
         raise P3DataError(f"{output_dir}: cannot create the output folder ({_reason(err)}); "
                           "choose another one or fix its permissions") from None
 
@@ -142,6 +144,8 @@ def _create(path: str, holder: Holder, output_dir: str) -> None:
     except FileExistsError:
         raise _held(path, output_dir) from None
     except OSError as err:
+        if storage_refusal(err) is not None:  # a full disk: said as such, by the caller
+            raise
         raise P3DataError(f"{output_dir}: cannot write in the output folder ({_reason(err)}); "
                           "choose another one or fix its permissions") from None
 

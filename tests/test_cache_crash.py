@@ -105,3 +105,28 @@ def test_stale_shards_and_temporaries_never_survive_a_rebuild(reference, tmp_pat
     assert sorted(p.name for p in folder.glob("train.tfrecord-*")) == [
         "train.tfrecord-00000-of-00001"]
     assert _assert_seqio_reads_what_stats_say(out) == 3
+
+
+def test_a_disk_that_fills_up_at_every_crash_point(reference, tmp_path):
+    """From each crash point on, every file the build starts writing fails with ENOSPC (a full
+    disk): the run stops with one line naming the folder it could not write in, exit 1, no
+    traceback, its lock released; what seqio would read is complete and correct; a rerun with room finishes,
+    byte-identical to an uninterrupted build."""
+    expected, trace = reference
+    points = crash_points(trace)
+    operations = [json.loads(line)[0] for line in trace.read_text().splitlines()]
+    stopped = [point for point in points if "create" in operations[point:]]
+    assert len(stopped) >= 20  # (after the last file created, the run has what it needs)
+    codes = _crash_run("full", tmp_path, points, "--shards", "2")
+    assert codes == [1 if point in stopped else 0 for point in points]
+    for point in stopped:
+        log = (tmp_path / f"{point}.full.log").read_text()
+        last = log.strip().splitlines()[-1]
+        assert last.startswith("p3data: error: no space left on the device writing in "), log
+        assert str(tmp_path / str(point)) in last and "make room and run it again" in last
+        assert "Traceback" not in log and "bug" not in log, log
+        assert not (tmp_path / str(point) / ".p3data-lock").exists()  # released
+        _assert_seqio_reads_what_stats_say(tmp_path / str(point))
+    assert _crash_run("rerun", tmp_path, points, "--shards", "2") == [0] * len(points)
+    for point in points:
+        assert tree(tmp_path / str(point)) == tree(expected), point

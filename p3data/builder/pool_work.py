@@ -26,7 +26,7 @@ from p3data.batching import batched
 from p3data.builder.plan import CacheConfig, describe_bug
 from p3data.builder.pools import PoolSpec, PoolUnit
 from p3data.datasets.stores import open_store
-from p3data.errors import P3DataError
+from p3data.errors import P3DataError, storage_refusal
 from p3data.fewshot import ExemplarPool, PoolBuilder
 from p3data.fewshot.pool import POOL_FILES, merge_pools
 from p3data.format.work import PoolRecord, read_record, write_record
@@ -69,6 +69,8 @@ def build_pool_parts(config: CacheConfig, unit: PoolUnit, tokenizer: Tokenizer) 
     except P3DataError as err:  # e.g. an unreadable source file: fails the pools it feeds
         failed = {pool.name: (str(err), "") for pool in pending}
     except Exception as err:  # noqa: BLE001 - a bug fails these pools, not the run
+        if storage_refusal(err) is not None:  # a full disk: no later write fares better
+            raise
         failed = {pool.name: describe_bug(err) for pool in pending}
     for pool in pending:
         folder = pool.part(work, unit.index)

@@ -16,7 +16,7 @@ from p3data.builder.fewshot_work import VariantWriter
 from p3data.builder.plan import CacheConfig, TaskOutput, WorkUnit, describe_bug
 from p3data.datasets.schema import RowChecker
 from p3data.datasets.stores import open_store
-from p3data.errors import P3DataError
+from p3data.errors import P3DataError, storage_refusal
 from p3data.format import work
 from p3data.format.example import packed_ids_entry, text_entry, wrap_entries
 from p3data.format.features import INPUTS, INPUTS_TEXT
@@ -56,6 +56,8 @@ def process_unit(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer) -> b
             for meta in metas.values():
                 meta.failed = str(err)
         except Exception as err:  # noqa: BLE001 - a bug fails this dataset split, not the run
+            if storage_refusal(err) is not None:  # a full disk: no later write fares better
+                raise
             reason, text = describe_bug(err)
             for meta in metas.values():
                 meta.failed, meta.traceback = reason, text

@@ -1,12 +1,14 @@
 """Run `p3data cache` and die like `kill -9` just before its K-th file operation, so every
 crash point of a build can be reached deterministically.
 
-    python tests/crash_run.py crash OUTPUTS POINTS [BASE] [--target URL] -- <cache arguments>
+    python tests/crash_run.py crash|full OUTPUTS POINTS [BASE] [--target URL] -- <arguments>
     python tests/crash_run.py rerun OUTPUTS POINTS [--target URL] -- <cache arguments>
 
 `crash`: for each point K of POINTS (comma-separated; -1 never crashes), a forked child
 builds into OUTPUTS/K (a copy of BASE when given) and dies just before its K-th file
-operation. `rerun`: a child finishes each OUTPUTS/K with `--force` (the dead run's lock is
+operation. `full`: as `crash`, but from the K-th operation on the disk is full: every file
+it starts writing fails with ENOSPC (renames and deletes still work), and the child runs on
+to its end. `rerun`: a child finishes each OUTPUTS/K with `--force` (the dead run's lock is
 left behind, as after a real kill -9). This process imports p3data and Beam once and forks a
 child per point, so a crash costs a fraction of a second. With `--target URL` (a gs:// folder)
 the builds go to URL/K instead, on the object store, and OUTPUTS keeps only the logs.
@@ -24,6 +26,7 @@ uploaded or not, as a real crash would.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -90,7 +93,7 @@ def crash_points(trace: Path, *, last: bool = True) -> list[int]:
     return sorted(set(firsts.values()) | set(lasts.values()))
 
 
-def _intercept(method: str, trace, crash_at: int, counter: list[int]) -> None:
+def _intercept(method: str, trace, crash_at: int, counter: list[int], *, full: bool) -> None:
     original = getattr(LocalFileSystem, method)
     name = OPERATIONS[method]
 
@@ -98,11 +101,13 @@ def _intercept(method: str, trace, crash_at: int, counter: list[int]) -> None:
         mode = kwargs.get("mode", args[1] if len(args) > 1 else "rb")
         if name == "create" and not set(mode) & set("wxa"):
             return original(self, *args, **kwargs)  # reading is not an operation
-        if counter[0] == crash_at:
+        if counter[0] == crash_at and not full:
             trace.flush()
             os._exit(137)  # no cleanup, no finally: what kill -9 leaves
         counter[0] += 1
         path = args[1] if name == "rename" else args[0]
+        if full and name == "create" and counter[0] > crash_at >= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
         trace.write(json.dumps([name, path if isinstance(path, str) else list(path)]) + "\n")
         return original(self, *args, **kwargs)
 
@@ -136,17 +141,22 @@ def _intercept_store(method: str, trace, crash_at: int, counter: list[int]) -> N
     setattr(owner, method, operation)
 
 
-def run_and_die(arguments: list[str], *, stem: str, crash_at: int, store: bool = False) -> None:
+def run_and_die(arguments: list[str], *, stem: str, crash_at: int, store: bool = False,
+                full: bool = False) -> None:
     """In a forked child: run the p3data command, dying just before its `crash_at`-th file
-    operation (`store`: object operations, its output being on an object store); its output
-    goes to `<stem>.log`, the operations it ran to `<stem>.trace`."""
+    operation (`store`: object operations, its output being on an object store; `full`: not
+    dying but failing every file it starts writing from then on, as on a full disk); its
+    output goes to `<stem>.log`, the operations it ran to `<stem>.trace`."""
     log = open(f"{stem}.log", "w", encoding="utf-8")  # noqa: SIM115 - outlives os._exit
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
     trace = open(f"{stem}.trace", "w", encoding="utf-8")  # noqa: SIM115
     counter = [0]
     for method in STORE_OPERATIONS if store else OPERATIONS:
-        (_intercept_store if store else _intercept)(method, trace, crash_at, counter)
+        if store:
+            _intercept_store(method, trace, crash_at, counter)
+        else:
+            _intercept(method, trace, crash_at, counter, full=full)
     code = cli(arguments)
     trace.close()
     sys.stdout.flush()
@@ -158,7 +168,8 @@ def _child(out: Path | str, mode: str, crash_at: int, cache_args: list[str], *,
            log: Path) -> None:
     force = ["--force"] if mode == "rerun" else []
     run_and_die(["cache", "--output-dir", str(out), *force, *cache_args],
-                stem=f"{log}.{mode}", crash_at=crash_at, store=on_object_store(str(out)))
+                stem=f"{log}.{mode}", crash_at=crash_at, store=on_object_store(str(out)),
+                full=mode == "full")
 
 
 def main() -> int:
@@ -171,13 +182,13 @@ def main() -> int:
     for point in points.split(","):
         log = Path(outputs) / point
         out = f"{target}/{point}" if target else log
-        if base and mode == "crash":
+        if base and mode != "rerun":
             _copy_tree(base[0], str(out))
         if len(running) >= (os.cpu_count() or 1):
             _reap(running, mode)
         pid = os.fork()
         if pid == 0:
-            _child(out, mode, int(point) if mode == "crash" else -1, sys.argv[split + 1:],
+            _child(out, mode, -1 if mode == "rerun" else int(point), sys.argv[split + 1:],
                    log=log)
         running[pid] = log
     while running:
