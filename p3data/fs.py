@@ -324,8 +324,7 @@ def delete(paths: list[str]) -> None:
     call at a time where the order matters."""
     resolved = [resolve(path) for path in paths]
     if resolved and all(is_object_store(filesystem) for filesystem, _ in resolved):
-        _delete_objects(resolved[0][0], {local: path for path, (_, local)
-                                         in zip(paths, resolved, strict=True)})
+        delete_objects(resolved[0][0], [local for _, local in resolved])
         return
     for filesystem, local in resolved:
         with contextlib.suppress(FileNotFoundError, NotADirectoryError):
@@ -342,18 +341,9 @@ def delete_tree(path: str, *, later: bool = False) -> None:
     elif is_object_store(filesystem):  # no folder objects to delete, nor to check first
         with contextlib.suppress(FileNotFoundError), refusals(path, "list"):
             objects = filesystem.find(local)
-        _delete_objects(filesystem, {obj: _full(filesystem, obj, path) for obj in objects})
+        delete_objects(filesystem, objects)
     elif filesystem.exists(local):
         filesystem.rm(local, recursive=True)
-
-
-def _delete_objects(filesystem: AbstractFileSystem, paths: Mapping[str, str]) -> None:
-    """Delete objects (`paths`: the store's names -> as the caller spells them); the first
-    the store would not delete is the error, in one line naming it."""
-    if paths and (refused := delete_objects(filesystem, list(paths))):
-        local, error = next(iter(refused.items()))
-        with refusals(paths[local], "delete"):
-            raise error
 
 
 def sweep_temporaries(root: str) -> int:

@@ -145,8 +145,8 @@ class Background:
     raises the first refusal, in one line naming its object."""
 
     def __init__(self) -> None:
-        self.sent: collections.deque[tuple[str, str, int, concurrent.futures.Future]] = (
-            collections.deque())
+        self.sent: collections.deque[tuple[AbstractFileSystem, str, str, int,
+                                           concurrent.futures.Future]] = collections.deque()
         self.held = 0  # bytes of the uploads in flight
 
     def upload(self, filesystem: AbstractFileSystem, path: str, local: str,
@@ -176,7 +176,7 @@ class Background:
                 self._drain()  # none left in flight for a later bundle to wait for
                 raise
         future = asyncio.run_coroutine_threadsafe(request, filesystem.loop)
-        self.sent.append((path, doing, size, future))
+        self.sent.append((filesystem, path, doing, size, future))
         self.held += size
 
     def _drain(self) -> StoreError | None:
@@ -190,14 +190,12 @@ class Background:
         return refused
 
     def _complete_oldest(self) -> None:
-        path, doing, size, future = self.sent.popleft()
+        filesystem, path, doing, size, future = self.sent.popleft()
         self.held -= size
         with refusals(path, doing):
             answer = future.result()
-        if doing == "delete" and answer:  # objects the store would not delete: the first
-            local, error = next(iter(answer.items()))
-            with refusals(f"{path.split('://', 1)[0]}://{local}", doing):
-                raise error
+        if doing == "delete":
+            raise_refused_delete(filesystem, answer)
 
 
 async def _delete_tree(filesystem: AbstractFileSystem, local: str) -> dict[str, Exception]:
@@ -220,13 +218,24 @@ def background() -> Background:
 _BACKGROUND: dict[int, Background] = {}  # by process id
 
 
-def delete_objects(filesystem: AbstractFileSystem, paths: list[str]) -> dict[str, Exception]:
+def delete_objects(filesystem: AbstractFileSystem, paths: list[str]) -> None:
     """Delete objects (those already gone too): in batch requests of BATCH_DELETES where the
     store takes them (GCS: a request per 100 objects), else a request each, IN_FLIGHT at a
     time. A store that refuses a batch (fake-gcs-server answers every part 400) is sent the
-    batch's objects one by one, and no batch again by this process. Returns the store's
-    errors for the objects it would not delete, by path."""
-    return asyn.sync(filesystem.loop, _delete_objects, filesystem, paths)
+    batch's objects one by one, and no batch again by this process. The first object the
+    store would not delete raises, in one line naming it."""
+    raise_refused_delete(filesystem, asyn.sync(filesystem.loop, _delete_objects, filesystem,
+                                               paths))
+
+
+def raise_refused_delete(filesystem: AbstractFileSystem,
+                         refused: dict[str, Exception]) -> None:
+    """The first object the store would not delete (`refused`: its error, by object), in one
+    line naming it; nothing if there is none."""
+    if refused:
+        local, error = next(iter(refused.items()))
+        with refusals(filesystem.unstrip_protocol(local), "delete"):
+            raise error
 
 
 _BATCHLESS: set[str] = set()  # the endpoints of stores that refused a batch request
