@@ -110,8 +110,8 @@ def test_stale_shards_and_temporaries_never_survive_a_rebuild(reference, tmp_pat
 def test_a_disk_that_fills_up_at_every_crash_point(reference, tmp_path):
     """From each crash point on, every file the build starts writing fails with ENOSPC (a full
     disk): the run stops with one line naming the folder it could not write in, exit 1, no
-    traceback, its lock released; what seqio would read is complete and correct; a rerun with room finishes,
-    byte-identical to an uninterrupted build."""
+    traceback, its lock released; what seqio would read is complete and correct; a rerun
+    with room finishes, byte-identical to an uninterrupted build."""
     expected, trace = reference
     points = crash_points(trace)
     operations = [json.loads(line)[0] for line in trace.read_text().splitlines()]

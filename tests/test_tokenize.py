@@ -26,6 +26,7 @@ from p3data.errors import P3DataError
 from p3data.templates import TemplateCollection
 from p3data.tokenize import ENV_MEMO, Tokenizer, with_extra_ids, word_split_refusal
 from p3data.tokenize import memo as tokenize_memo
+from p3data.tokenize import tokenizer as tokenizer_module
 from p3data.vocab import SAMPLE_VOCAB
 
 EXTRA_IDS = 100
@@ -237,6 +238,20 @@ def test_memos_stay_bounded(models, generated, monkeypatch):
         sentences, words = tokenizer.memo.held
         assert sentences <= 2000 and words <= 500
     assert tokenizer.memo.stats.new_words > tokenizer.memo.stats.words / 2  # forgotten
+
+
+def test_the_short_text_memo_keeps_recent_texts_within_its_bound(models, monkeypatch):
+    """Short texts (labels, questions) are memoized whatever the number seen before: a memo
+    over its bound keeps its newest half, so recent texts are still found."""
+    monkeypatch.setattr(tokenizer_module, "TEXT_MEMO_CHARS", 300)
+    tokenizer = Tokenizer(models["sample"], EXTRA_IDS)
+    texts = [f"Is claim {i} true?" for i in range(400)]
+    for i in range(0, len(texts), 5):  # 5 texts: about 80 characters, under half the bound
+        batch = texts[i:i + 5]
+        assert tokenizer.encode(batch) == _plain(models["sample"], batch)
+        memo = tokenizer._texts
+        assert memo.chars <= 300 and memo.chars == sum(map(len, memo))
+        assert set(batch) <= memo.keys()  # the newest, even after hundreds of texts
 
 
 def _edited(edit) -> model_pb2.ModelProto:

@@ -75,8 +75,8 @@ class WordMemo:
         self.raw = raw_cut_refusal(proto) is None  # cuts raw text
         self.ascii = self.raw and ascii_refusal(proto) is None  # splits ASCII sentences itself
         self.stats = MemoStats()
-        self._sentences = _Memo()
-        self._words = _Memo()
+        self._sentences = BoundedMemo()
+        self._words = BoundedMemo()
         self._guard = (UnigramGuard(proto, self._processor)
                        if proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM else None)
 
@@ -244,7 +244,7 @@ def _raw_pieces(text: str) -> list[str]:
     return [text[:first], text[first + 2:last], rest]
 
 
-class _Memo(dict):
+class BoundedMemo(dict):
     """Entries by text, counting the characters of text held."""
 
     def __init__(self):

@@ -30,13 +30,15 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from p3data.errors import P3DataError
 from p3data.tokenize.checks import PIECE, join_refusal, word_split_refusal
 from p3data.tokenize.entries import NEVER, Entry, entry_of, joined, trusted
-from p3data.tokenize.memo import WordMemo
+from p3data.tokenize.memo import BoundedMemo, WordMemo
 from p3data.varints import unpacked
 
 EOS_ID = 1
 # Short strings (labels, answer choices) repeat across rows and templates: tokenize them once.
 MEMO_MAX_CHARS = 64
-_MEMO_MAX_ENTRIES = 200_000
+# Characters of them held between calls: a memo over it keeps its newest half, so a worker's
+# memory stays flat however many rows it reads (recent rows' texts are those that recur).
+TEXT_MEMO_CHARS = 1 << 21
 # "0" turns the memos off: every text goes to `SentencePieceProcessor.encode` as it is.
 ENV_MEMO = "P3DATA_TOKENIZER_MEMO"
 _OFF, _ON = ("0", "false", "no", "off"), ("", "1", "true", "yes", "on")
@@ -89,7 +91,7 @@ class Tokenizer:
         if refusal:
             _log_shortcut(self.model_sha256, "plain encoding, not word by word", refusal)
         self.memo = None if refusal else WordMemo(self._proto, self._processor.normalize)
-        self._texts: dict[str, Entry] = {}  # short texts
+        self._texts = BoundedMemo()  # short texts
         self._joins: dict[str, bool] = {}
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
@@ -129,9 +131,11 @@ class Tokenizer:
         if not missing:
             return list(map(memo.__getitem__, texts))
         encoded = dict(zip(missing, self._encode_distinct(missing), strict=True))
-        if len(memo) < _MEMO_MAX_ENTRIES:
-            memo.update((t, entry) for t, entry in encoded.items() if len(t) <= MEMO_MAX_CHARS)
-        return [encoded[t] if t in encoded else memo[t] for t in texts]
+        found = [encoded[t] if t in encoded else memo[t] for t in texts]
+        short = [t for t in encoded if len(t) <= MEMO_MAX_CHARS]
+        memo.add(short, [encoded[t] for t in short])
+        memo.bound(TEXT_MEMO_CHARS)
+        return found
 
     def _encode_distinct(self, texts: list[str]) -> list[Entry]:
         found = self.memo.lookup(texts) if self.memo is not None else [None] * len(texts)
