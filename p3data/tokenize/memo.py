@@ -26,7 +26,7 @@ from p3data.tokenize.segment import UnigramGuard
 
 # Per process, the sentence and word memos hold at most this many characters of text each
 # between batches (a batch of 512 news articles is ~2M): a memo over it keeps its newest half.
-SENTENCE_MEMO_CHARS = 1 << 23
+SENTENCE_MEMO_CHARS = 1 << 21
 WORD_MEMO_CHARS = 1 << 20
 SENTENCE_END = "." + WORD_START
 _CUT = "\0"  # marks where to cut a text into sentences, unless the text holds it
