@@ -36,8 +36,8 @@ from p3data.varints import unpacked
 EOS_ID = 1
 # Short strings (labels, answer choices) repeat across rows and templates: tokenize them once.
 MEMO_MAX_CHARS = 64
-# Characters of them held between calls: a memo over it keeps its newest half, so a worker's
-# memory stays flat however many rows it reads (recent rows' texts are those that recur).
+# Characters of them held between calls: a memo over it keeps its newest half, so what a
+# worker holds of them is bounded however many rows it reads (recent rows' texts recur).
 TEXT_MEMO_CHARS = 1 << 21
 # "0" turns the memos off: every text goes to `SentencePieceProcessor.encode` as it is.
 ENV_MEMO = "P3DATA_TOKENIZER_MEMO"
