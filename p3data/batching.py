@@ -3,11 +3,15 @@ small enough to keep a worker's memory flat."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
-from typing import TypeVar
+from typing import Any, TypeVar
 
 ROWS_PER_BATCH = 512
+# A batch of rows also stops at about this many characters of their text: every template
+# renders the batch at once, so 512 news articles would hold ~20M characters of prompts where
+# 512 short rows hold a few hundred thousand.
+CHARS_PER_BATCH = 1 << 19
 
 T = TypeVar("T")
 
@@ -16,4 +20,19 @@ def batched(items: Iterable[T], size: int = ROWS_PER_BATCH) -> Iterator[list[T]]
     """Lists of `size` items, the last one shorter (`itertools.batched` is Python 3.12's)."""
     iterator = iter(items)
     while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def row_batches(rows: Iterable[Mapping[str, Any]]) -> Iterator[list[Mapping[str, Any]]]:
+    """Lists of rows, each of at most `ROWS_PER_BATCH` rows and, unless one row holds more,
+    about `CHARS_PER_BATCH` characters of top-level text."""
+    batch: list[Mapping[str, Any]] = []
+    chars = 0
+    for row in rows:
+        batch.append(row)
+        chars += sum(len(value) for value in row.values() if isinstance(value, str))
+        if len(batch) == ROWS_PER_BATCH or chars >= CHARS_PER_BATCH:
+            yield batch
+            batch, chars = [], 0
+    if batch:
         yield batch

@@ -1,8 +1,11 @@
-"""Rendering: T0's row rule, clear row errors, the sandbox and the deterministic `choice`."""
+"""Rendering: T0's row rule, clear row errors, the sandbox, the deterministic `choice` and
+the batches rows are rendered in."""
 
 from __future__ import annotations
 
 import pytest
+
+from p3data import batching
 
 from p3data.errors import TemplateError
 from p3data.templates import (
@@ -146,3 +149,16 @@ def test_choice_depends_on_seed_and_template_not_global_random():
     assert base != [other_seed.render(row, i).inputs for i in range(50)]
     other_template = compiled(CHOICE, tid="t-2")
     assert base != [other_template.render(row, i).inputs for i in range(50)]
+
+
+def test_rows_are_batched_by_count_and_by_text_size(monkeypatch):
+    """A batch of long articles stops at about `CHARS_PER_BATCH` characters (every template
+    renders a batch at once), one of short rows at `ROWS_PER_BATCH`; no row is cut or lost."""
+    monkeypatch.setattr(batching, "CHARS_PER_BATCH", 1_000)
+    rows = ([{"label": i, "text": "w"} for i in range(1_100)]
+            + [{"article": "x" * 300, "summary": "y" * 30, "id": i} for i in range(6)]
+            + [{"article": "z" * 5_000}, {"text": "w"}])
+    sizes = [len(batch) for batch in batching.row_batches(iter(rows))]
+    assert sizes == [512, 512, 79, 4, 1]  # 76 short rows and 3 articles: 1,066 characters
+    assert [row for batch in batching.row_batches(rows) for row in batch] == rows
+    assert list(batching.row_batches([])) == []

@@ -22,7 +22,7 @@ from pathlib import Path
 from fsspec.implementations.local import LocalFileSystem
 
 from p3data import fs
-from p3data.batching import batched
+from p3data.batching import row_batches
 from p3data.builder.plan import CacheConfig, describe_bug
 from p3data.builder.pools import PoolSpec, PoolUnit
 from p3data.datasets.stores import open_store
@@ -55,7 +55,7 @@ def build_pool_parts(config: CacheConfig, unit: PoolUnit, tokenizer: Tokenizer) 
         builders = {pool.name: PoolBuilder(pool.settings, tokenizer) for pool in pending}
         store = open_store(unit.entry, config.data_dir, config.rows_per_shard)
         start = unit.shard.start
-        for batch in batched(store.read(unit.split, unit.shard)):
+        for batch in row_batches(store.read(unit.split, unit.shard)):
             outcomes = renderer.render_batch(batch, start)
             for pool in pending:
                 if pool.template.name in outcomes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from p3data import fs
-from p3data.batching import batched
+from p3data.batching import row_batches
 from p3data.builder.entries import EntryEncoder
 from p3data.builder.fewshot_work import VariantWriter
 from p3data.builder.plan import CacheConfig, TaskOutput, WorkUnit, describe_bug
@@ -88,7 +88,7 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, *, tokenizer: Tokenizer,
     with fs.atomic_writers(paths.values()) as writers:
         files = {task: writers[path] for task, path in paths.items()}
         start = unit.shard.start
-        for batch in batched(rows):
+        for batch in row_batches(rows):
             # Rows that do not fit the schema still render as promptsource would: counted.
             mismatches = Counter(problem for row in batch for problem in checker.problems(row))
             for out in rendered:

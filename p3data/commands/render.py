@@ -8,7 +8,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from p3data.batching import batched
+from p3data.batching import row_batches
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.rows import RowFile
 from p3data.templates import DatasetRenderer, Dropped, TemplateCollection
@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
     counts: Counter[str] = Counter()
     start = 0
-    for batch in batched(RowFile(Path(args.rows)).rows()):
+    for batch in row_batches(RowFile(Path(args.rows)).rows()):
         outcomes = renderer.render_batch(batch, start)
         for offset in range(len(batch)):
             for name, per_row in outcomes.items():

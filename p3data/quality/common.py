@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from p3data import fs
-from p3data.batching import batched
+from p3data.batching import row_batches
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.stores import ENV_DATA_DIR, MirrorStore, mirror_dir
 from p3data.errors import P3DataError
@@ -49,7 +49,7 @@ def read_batches(
     if max_rows is not None:
         rows = islice(rows, max_rows)
     start = 0
-    for batch in batched(rows):
+    for batch in row_batches(rows):
         yield start, batch
         start += len(batch)
 
