@@ -229,28 +229,46 @@ def test_tied_words_with_unknown_characters_or_extra_ids():
 
 
 def test_memos_stay_bounded(models, generated, monkeypatch):
-    monkeypatch.setattr(tokenize_memo, "SENTENCE_MEMO_CHARS", 2000)
-    monkeypatch.setattr(tokenize_memo, "WORD_MEMO_CHARS", 500)
+    monkeypatch.setattr(tokenize_memo, "SENTENCE_MEMO_BYTES", 20_000)
+    monkeypatch.setattr(tokenize_memo, "WORD_MEMO_BYTES", 5_000)
     tokenizer = Tokenizer(models["sample"], EXTRA_IDS)
     texts = generated[:500]
     for i in range(0, len(texts), 25):
         assert tokenizer.encode(texts[i:i + 25]) == _plain(models["sample"], texts[i:i + 25])
         sentences, words = tokenizer.memo.held
-        assert sentences <= 2000 and words <= 500
+        assert sentences <= 20_000 and words <= 5_000
     assert tokenizer.memo.stats.new_words > tokenizer.memo.stats.words / 2  # forgotten
+
+
+def test_a_full_memo_keeps_what_recurs(models, monkeypatch):
+    """Words used in every batch stay in a word memo that fills again and again with one-off
+    words: each distinct word is segmented once, as with a memo that forgets nothing."""
+    def new_words(limit: int) -> tuple[int, int]:
+        monkeypatch.setattr(tokenize_memo, "WORD_MEMO_BYTES", limit)
+        tokenizer = Tokenizer(models["sample"], EXTRA_IDS)
+        for i in range(60):
+            once = " ".join(f"w{i}x{j}" for j in range(8))
+            texts = [f"The board heard that the court {once} agreed. It said {once} again."]
+            assert tokenizer.encode(texts) == _plain(models["sample"], texts)
+        assert tokenizer.memo.held[1] <= limit
+        return tokenizer.memo.stats.new_words, tokenizer.memo.stats.words
+
+    unbounded, words = new_words(1 << 30)
+    assert new_words(10_000) == (unbounded, words) and unbounded < words / 2
 
 
 def test_the_short_text_memo_keeps_recent_texts_within_its_bound(models, monkeypatch):
     """Short texts (labels, questions) are memoized whatever the number seen before: a memo
-    over its bound keeps its newest half, so recent texts are still found."""
-    monkeypatch.setattr(tokenizer_module, "TEXT_MEMO_CHARS", 300)
+    over its bound keeps its most recently used half, so recent texts are still found."""
+    monkeypatch.setattr(tokenizer_module, "TEXT_MEMO_BYTES", 3_000)
     tokenizer = Tokenizer(models["sample"], EXTRA_IDS)
     texts = [f"Is claim {i} true?" for i in range(400)]
-    for i in range(0, len(texts), 5):  # 5 texts: about 80 characters, under half the bound
+    for i in range(0, len(texts), 5):  # 5 texts: about 1,100 bytes, under half the bound
         batch = texts[i:i + 5]
         assert tokenizer.encode(batch) == _plain(models["sample"], batch)
         memo = tokenizer._texts
-        assert memo.chars <= 300 and memo.chars == sum(map(len, memo))
+        assert memo.bytes <= 3_000
+        assert memo.bytes == sum(map(tokenize_memo._held_bytes, memo.keys(), memo.values()))
         assert set(batch) <= memo.keys()  # the newest, even after hundreds of texts
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import accumulate, chain, filterfalse, islice
 
@@ -24,10 +24,11 @@ from p3data.tokenize.checks import RAW_SENTENCE_END, WORD_START, ascii_refusal, 
 from p3data.tokenize.entries import NEVER, Entry, entry_of, joined, trusted
 from p3data.tokenize.segment import UnigramGuard
 
-# Per process, the sentence and word memos hold at most this many characters of text each
-# between batches (a batch of 512 news articles is ~2M): a memo over it keeps its newest half.
-SENTENCE_MEMO_CHARS = 1 << 21
-WORD_MEMO_CHARS = 1 << 20
+# Per process, the sentence and word memos hold at most this many bytes each between batches
+# (`BoundedMemo`): sentences for the templates of the rows in hand, the words that recur.
+SENTENCE_MEMO_BYTES = 8 << 20
+WORD_MEMO_BYTES = 8 << 20
+ENTRY_OVERHEAD_BYTES = 200
 SENTENCE_END = "." + WORD_START
 _CUT = "\0"  # marks where to cut a text into sentences, unless the text holds it
 _CUT_SENTENCE_END = "." + _CUT + WORD_START
@@ -75,22 +76,24 @@ class WordMemo:
         self.raw = raw_cut_refusal(proto) is None  # cuts raw text
         self.ascii = self.raw and ascii_refusal(proto) is None  # splits ASCII sentences itself
         self.stats = MemoStats()
-        self._sentences = BoundedMemo()
-        self._words = BoundedMemo()
+        self._sentences = BoundedMemo(SENTENCE_MEMO_BYTES)
+        self._words = BoundedMemo(WORD_MEMO_BYTES)
         self._guard = (UnigramGuard(proto, self._processor)
                        if proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM else None)
 
     @property
     def held(self) -> tuple[int, int]:
-        """Characters of sentences and of words held."""
-        return self._sentences.chars, self._words.chars
+        """Bytes of sentences and of words held (`BoundedMemo`)."""
+        return self._sentences.bytes, self._words.bytes
 
     def lookup(self, texts: list[str]) -> list[Entry | None]:
         """Each text's entry, None where it must be encoded plainly."""
         split = (list(map(_raw_pieces, texts)) if self.raw
                  else list(map(_sentences, self._normalize(texts))))
         memo = self._sentences
-        missing = set(filterfalse(memo.__contains__, chain.from_iterable(split)))
+        pieces = set(chain.from_iterable(split))
+        missing = set(filterfalse(memo.__contains__, pieces))
+        memo.touch(pieces.difference(missing))
         if missing:
             self._add_sentences(missing)
         self.stats.pieces += sum(map(len, split))
@@ -104,8 +107,8 @@ class WordMemo:
             found.append(entry)
         self.stats.texts += len(split)
         self.stats.plain_texts += found.count(None)
-        memo.bound(SENTENCE_MEMO_CHARS)  # both memos, once a batch
-        self._words.bound(WORD_MEMO_CHARS)
+        memo.bound()  # both memos, once a batch
+        self._words.bound()
         return found
 
     def _add_sentences(self, keys: set[str]) -> None:
@@ -150,7 +153,9 @@ class WordMemo:
 
     def _add_words(self, split: list[list[str]]) -> int:
         """Segment the words of these sentences not held yet; how many there were."""
-        keys = list(set(filterfalse(self._words.__contains__, chain.from_iterable(split))))
+        used = set(chain.from_iterable(split))
+        keys = list(filterfalse(self._words.__contains__, used))
+        self._words.touch(used.difference(keys))
         if keys:
             texts = list(map(_word_text, keys))
             encoded = self._processor.encode(texts, num_threads=1)
@@ -245,23 +250,40 @@ def _raw_pieces(text: str) -> list[str]:
 
 
 class BoundedMemo(dict):
-    """Entries by text, counting the characters of text held."""
+    """Entries by text, the least recently used first, and about how many bytes they hold: a
+    memo over its limit keeps its most recently used half, so a worker's memory is bounded
+    and what recurs (labels, common words, a row's article) stays."""
 
-    def __init__(self):
+    def __init__(self, limit: int):
         super().__init__()
-        self.chars = 0
+        self.limit = limit
+        self.bytes = 0
 
     def add(self, texts: list[str], entries: list[Entry]) -> None:
         self.update(zip(texts, entries, strict=True))
-        self.chars += sum(map(len, texts))
+        self.bytes += sum(map(_held_bytes, texts, entries))
 
-    def bound(self, chars: int) -> None:
-        """Over `chars`, keep the newest entries that hold at most half of them."""
-        if self.chars <= chars:
+    def touch(self, texts: Iterable[str]) -> None:
+        """Make the held ones of these distinct texts the most recently used."""
+        pop = self.pop
+        for text in texts:
+            entry = pop(text, None)
+            if entry is not None:
+                self[text] = entry
+
+    def bound(self) -> None:
+        """Over the limit, keep the most recently used entries that hold at most half of it."""
+        if self.bytes <= self.limit:
             return
-        held = list(accumulate(map(len, reversed(self))))  # by the newest so far
-        kept = bisect_right(held, chars // 2)
+        held = list(accumulate(map(_held_bytes, reversed(self.keys()), reversed(self.values()))))
+        kept = bisect_right(held, self.limit // 2)
         newest = list(islice(reversed(self.items()), kept))
         self.clear()
         self.update(reversed(newest))
-        self.chars = held[kept - 1] if kept else 0
+        self.bytes = held[kept - 1] if kept else 0
+
+
+def _held_bytes(text: str, entry: Entry) -> int:
+    """About what an entry costs a process: its text, its ids and Python's objects around them
+    (a dict slot, the key's and the entry's headers: ~210 bytes, measured on words)."""
+    return ENTRY_OVERHEAD_BYTES + len(text) + len(entry.varints)

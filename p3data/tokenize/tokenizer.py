@@ -36,9 +36,9 @@ from p3data.varints import unpacked
 EOS_ID = 1
 # Short strings (labels, answer choices) repeat across rows and templates: tokenize them once.
 MEMO_MAX_CHARS = 64
-# Characters of them held between calls: a memo over it keeps its newest half, so what a
-# worker holds of them is bounded however many rows it reads (recent rows' texts recur).
-TEXT_MEMO_CHARS = 1 << 21
+# Bytes of them held between calls (`BoundedMemo`): labels and answer choices recur, a
+# dataset's one-off short texts (titles, summaries) make way for them.
+TEXT_MEMO_BYTES = 4 << 20
 # "0" turns the memos off: every text goes to `SentencePieceProcessor.encode` as it is.
 ENV_MEMO = "P3DATA_TOKENIZER_MEMO"
 _OFF, _ON = ("0", "false", "no", "off"), ("", "1", "true", "yes", "on")
@@ -91,7 +91,7 @@ class Tokenizer:
         if refusal:
             _log_shortcut(self.model_sha256, "plain encoding, not word by word", refusal)
         self.memo = None if refusal else WordMemo(self._proto, self._processor.normalize)
-        self._texts = BoundedMemo()  # short texts
+        self._texts = BoundedMemo(TEXT_MEMO_BYTES)  # short texts
         self._joins: dict[str, bool] = {}
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
@@ -127,14 +127,16 @@ class Tokenizer:
         if not self._memoized:
             return list(map(_plain, self._processor.encode(list(texts), num_threads=1)))
         memo = self._texts
-        missing = list({t for t in texts if len(t) > MEMO_MAX_CHARS or t not in memo})
+        distinct = set(texts)
+        missing = [t for t in distinct if len(t) > MEMO_MAX_CHARS or t not in memo]
+        memo.touch(distinct.difference(missing))
         if not missing:
             return list(map(memo.__getitem__, texts))
         encoded = dict(zip(missing, self._encode_distinct(missing), strict=True))
         found = [encoded[t] if t in encoded else memo[t] for t in texts]
         short = [t for t in encoded if len(t) <= MEMO_MAX_CHARS]
         memo.add(short, [encoded[t] for t in short])
-        memo.bound(TEXT_MEMO_CHARS)
+        memo.bound()
         return found
 
     def _encode_distinct(self, texts: list[str]) -> list[Entry]:
