@@ -56,10 +56,10 @@ def build_pool_parts(config: CacheConfig, unit: PoolUnit, tokenizer: Tokenizer) 
         store = open_store(unit.entry, config.data_dir, config.rows_per_shard)
         start = unit.shard.start
         for batch in row_batches(store.read(unit.split, unit.shard)):
-            outcomes = renderer.render_batch(batch, start)
-            for pool in pending:
-                if pool.template.name in outcomes:
-                    builders[pool.name].add(outcomes[pool.template.name])
+            for name, outcomes in renderer.render_each(batch, start):
+                for pool in pending:
+                    if pool.template.name == name:
+                        builders[pool.name].add(outcomes)
             start += len(batch)
         for pool in pending:
             if (broken := renderer.broken.get(pool.template.name)) is not None:

@@ -94,7 +94,7 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, *, tokenizer: Tokenizer,
             for out in rendered:
                 meta = metas[out.task]
                 meta.schema = dict(Counter(meta.schema) + mismatches)
-            for name, outcomes in renderer.render_batch(batch, start).items():
+            for name, outcomes in renderer.render_each(batch, start):
                 kept = [o for o in outcomes if isinstance(o, Rendered)]
                 for out in users[name]:
                     _count(metas[out.task], len(batch), len(kept), outcomes)

@@ -19,7 +19,7 @@ exceed a limit on work or size is dropped with a `RenderLimitError` naming the l
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,8 +240,16 @@ class DatasetRenderer:
     ) -> dict[str, list[Outcome]]:
         """Outcomes per template name, one per row, rows numbered from `start` (templates taken
         out during the batch get a `Dropped` for each row they did not render)."""
+        return dict(self.render_each(rows, start))
+
+    def render_each(
+        self, rows: Sequence[Mapping[str, Any]], start: int = 0
+    ) -> Iterator[tuple[str, list[Outcome]]]:
+        """`render_batch`'s outcomes a template at a time: a caller that writes each before
+        the next holds one template's prompts, not those of all ~10."""
         prepared = [prepare_row(row) for row in rows]
-        return {name: self._render(name, prepared, start) for name in list(self.templates)}
+        for name in list(self.templates):
+            yield name, self._render(name, prepared, start)
 
     def _render(self, name: str, prepared: list[dict[str, Any]], start: int) -> list[Outcome]:
         compiled = self.templates[name]
