@@ -268,7 +268,8 @@ def test_the_short_text_memo_keeps_recent_texts_within_its_bound(models, monkeyp
         assert tokenizer.encode(batch) == _plain(models["sample"], batch)
         memo = tokenizer._texts
         assert memo.bytes <= 3_000
-        assert memo.bytes == sum(map(tokenize_memo._held_bytes, memo.keys(), memo.values()))
+        assert memo.bytes == sum(len(text) + len(entry.varints) + 200
+                                 for text, entry in memo.items())
         assert set(batch) <= memo.keys()  # the newest, even after hundreds of texts
 
 

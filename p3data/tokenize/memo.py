@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from itertools import accumulate, chain, filterfalse, islice
+from itertools import accumulate, chain, filterfalse, islice, repeat
+from operator import add, itemgetter
 
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
@@ -25,9 +26,12 @@ from p3data.tokenize.entries import NEVER, Entry, entry_of, joined, trusted
 from p3data.tokenize.segment import UnigramGuard
 
 # Per process, the sentence and word memos hold at most this many bytes each between batches
-# (`BoundedMemo`): sentences for the templates of the rows in hand, the words that recur.
+# (`BoundedMemo`): the sentences of the rows in hand, which their templates share, and the words
+# that recur (English's ~80,000 most used).
 SENTENCE_MEMO_BYTES = 8 << 20
-WORD_MEMO_BYTES = 8 << 20
+WORD_MEMO_BYTES = 16 << 20
+# What an entry costs a process beyond its text and its ids: a dict slot, the key's and the
+# entry's headers (~210 bytes, measured on words).
 ENTRY_OVERHEAD_BYTES = 200
 SENTENCE_END = "." + WORD_START
 _CUT = "\0"  # marks where to cut a text into sentences, unless the text holds it
@@ -91,9 +95,7 @@ class WordMemo:
         split = (list(map(_raw_pieces, texts)) if self.raw
                  else list(map(_sentences, self._normalize(texts))))
         memo = self._sentences
-        pieces = set(chain.from_iterable(split))
-        missing = set(filterfalse(memo.__contains__, pieces))
-        memo.touch(pieces.difference(missing))
+        missing = set(filterfalse(memo.__contains__, chain.from_iterable(split)))
         if missing:
             self._add_sentences(missing)
         self.stats.pieces += sum(map(len, split))
@@ -155,7 +157,7 @@ class WordMemo:
         """Segment the words of these sentences not held yet; how many there were."""
         used = set(chain.from_iterable(split))
         keys = list(filterfalse(self._words.__contains__, used))
-        self._words.touch(used.difference(keys))
+        self._words.touch(used)
         if keys:
             texts = list(map(_word_text, keys))
             encoded = self._processor.encode(texts, num_threads=1)
@@ -261,21 +263,19 @@ class BoundedMemo(dict):
 
     def add(self, texts: list[str], entries: list[Entry]) -> None:
         self.update(zip(texts, entries, strict=True))
-        self.bytes += sum(map(_held_bytes, texts, entries))
+        self.bytes += sum(_held_bytes(texts, entries))
 
     def touch(self, texts: Iterable[str]) -> None:
-        """Make the held ones of these distinct texts the most recently used."""
-        pop = self.pop
-        for text in texts:
-            entry = pop(text, None)
-            if entry is not None:
-                self[text] = entry
+        """Make the held ones of these texts the most recently used (the sentence
+        memo touches none: a row's sentences recur within its batch, and newest is recent)."""
+        held = list(self.keys() & texts)
+        self.update(zip(held, list(map(self.pop, held)), strict=True))  # out, then in: newest
 
     def bound(self) -> None:
         """Over the limit, keep the most recently used entries that hold at most half of it."""
         if self.bytes <= self.limit:
             return
-        held = list(accumulate(map(_held_bytes, reversed(self.keys()), reversed(self.values()))))
+        held = list(accumulate(_held_bytes(reversed(self.keys()), reversed(self.values()))))
         kept = bisect_right(held, self.limit // 2)
         newest = list(islice(reversed(self.items()), kept))
         self.clear()
@@ -283,7 +283,8 @@ class BoundedMemo(dict):
         self.bytes = held[kept - 1] if kept else 0
 
 
-def _held_bytes(text: str, entry: Entry) -> int:
-    """About what an entry costs a process: its text, its ids and Python's objects around them
-    (a dict slot, the key's and the entry's headers: ~210 bytes, measured on words)."""
-    return ENTRY_OVERHEAD_BYTES + len(text) + len(entry.varints)
+def _held_bytes(texts: Iterable[str], entries: Iterable[Entry]) -> Iterator[int]:
+    """About what each entry costs a process: its text, its ids and `ENTRY_OVERHEAD_BYTES`
+    (mapped in C: a memo holds ~10^5 entries)."""
+    ids = map(len, map(itemgetter(0), entries))  # Entry.varints
+    return map(add, map(add, map(len, texts), ids), repeat(ENTRY_OVERHEAD_BYTES))

@@ -129,7 +129,7 @@ class Tokenizer:
         memo = self._texts
         distinct = set(texts)
         missing = [t for t in distinct if len(t) > MEMO_MAX_CHARS or t not in memo]
-        memo.touch(distinct.difference(missing))
+        memo.touch(distinct)
         if not missing:
             return list(map(memo.__getitem__, texts))
         encoded = dict(zip(missing, self._encode_distinct(missing), strict=True))
