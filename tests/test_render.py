@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from p3data import batching
-
 from p3data.errors import TemplateError
 from p3data.templates import (
     NO_LABEL,
