@@ -8,9 +8,9 @@ from itertools import islice
 from typing import Any, TypeVar
 
 ROWS_PER_BATCH = 512
-# A batch of rows also stops at about this many characters of their text: every template
-# renders the batch at once, so 512 news articles would hold ~20M characters of prompts where
-# 512 short rows hold a few hundred thousand.
+# A batch of rows also stops at about this many characters of their text: a template renders
+# and tokenizes a batch at once, and 512 news articles are ~2M characters where 512 short rows
+# are a few tens of thousands.
 CHARS_PER_BATCH = 1 << 19
 
 T = TypeVar("T")
