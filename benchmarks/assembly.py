@@ -25,11 +25,12 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from common import write_mirror
 from p3data.pipelines.cache import graph_runner
 
-from p3data import fs, t0
+from p3data import fs
 from p3data.builder.plan import CacheConfig, CachePlan, build_plan
 from p3data.builder.shard_work import process_unit
 from p3data.dataset_key import DatasetKey
 from p3data.format import layout
+from p3data.taskset import load_definitions
 from p3data.tokenize import Tokenizer
 from p3data.vocab import SAMPLE_VOCAB
 
@@ -76,7 +77,7 @@ def main() -> None:
     shutil.rmtree(out, ignore_errors=True)
     config = CacheConfig(str(out), SAMPLE_VOCAB.read_bytes(), data_dir=str(mirror),
                          shards=args.shards, rows_per_shard=args.rows_per_shard)
-    plan = build_plan(config, [t0.load_definitions().tasks[args.task]], ["train"])
+    plan = build_plan(config, [load_definitions(["t0"]).task(args.task)], ["train"])
     start = time.monotonic()
     stage_1(plan)
     parts = Path(args.work) / "assembly-parts"

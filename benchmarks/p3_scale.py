@@ -40,8 +40,9 @@ from cache_vs_stock import BIN, count_examples, count_tokens, environment
 from common import Measured, prose_vocab, run_measured, t0_tasks, write_split
 
 from p3data.dataset_key import DatasetKey
-from p3data.t0 import TaskSpec, group_by_source_split, load_definitions, select
+from p3data.t0 import TaskSpec, group_by_source_split
 from p3data.tables import text_table
+from p3data.taskset import load_definitions
 
 P3_EXAMPLES = 122_127_848  # bigscience/P3's data_split_sizes.csv, summed
 T0_TASKS = t0_tasks(".*")  # every task but few-shot variants
@@ -112,7 +113,7 @@ STAGES = "start-up+plan / render+tokenize / assemble / wrap-up"
 
 
 def t0_specs() -> list[TaskSpec]:
-    return select(load_definitions(), patterns=[T0_TASKS])
+    return load_definitions(["t0"]).select(patterns=[T0_TASKS])
 
 
 def source_sizes(specs: list[TaskSpec]) -> dict[tuple[DatasetKey, str], int]:

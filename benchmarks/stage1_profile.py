@@ -21,10 +21,10 @@ from cache_vs_stock import SHORT
 from common import write_mirror
 from long_text import LONG
 
-from p3data import t0
 from p3data.builder.plan import CacheConfig, build_plan
 from p3data.builder.shard_work import process_unit
 from p3data.format import work
+from p3data.taskset import load_definitions
 from p3data.tokenize import Tokenizer
 from p3data.vocab import SAMPLE_VOCAB
 
@@ -72,7 +72,7 @@ def main() -> None:
     out = folder / "stage1-profile"
     config = CacheConfig(output_dir=str(out), vocab_model=SAMPLE_VOCAB.read_bytes(),
                          data_dir=str(mirror))
-    plan = build_plan(config, t0.select(t0.load_definitions(), [], [bench.tasks]), ["train"])
+    plan = build_plan(config, load_definitions(["t0"]).select([], [bench.tasks]), ["train"])
     tokenizer = Tokenizer(config.vocab_model, config.extra_ids)
     seconds = examples = 0
     for unit in plan.units:

@@ -3,8 +3,9 @@
 What is public, by job. Each name loads its layer on first use, so `import p3data` stays free
 of seqio, TensorFlow and Beam:
 
-- registering: `import p3data.tasks` registers T0's tasks and mixtures in seqio;
-  `load_definitions()` gives them as data (names, templates, splits, rates);
+- registering: `import p3data.tasks` registers T0's tasks and mixtures and their few-shot
+  variants in seqio; `load_definitions()` gives every task and mixture p3data defines as data
+  (names, templates, splits, rates), as every command chooses among them;
   `register_prompted()` adds tasks for datasets of your own catalog files, named and shaped as
   T0's are.
 - reading a cache (no TensorFlow): `open_cache`, `mixture_sampler`, `pack`, `PackedStream`;
@@ -25,7 +26,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _HOMES = {
-    "load_definitions": "p3data.t0",
+    "load_definitions": "p3data.taskset",
     "register_prompted": "p3data.registry",
     "open_cache": "p3data.read",
     "mixture_sampler": "p3data.read",

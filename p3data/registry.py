@@ -11,7 +11,7 @@ import contextlib
 import functools
 import gc
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,11 @@ import seqio
 
 from p3data import metrics, t0
 from p3data.datasets.catalog import Catalog, read_catalog_file
-from p3data.fewshot import Definitions, VariantMixture, VariantSpec
+from p3data.fewshot import VariantMixture, VariantSpec
 from p3data.format.features import FEWSHOT_FEATURES, TOKEN_FEATURES
 from p3data.preprocessors import rank_classification
 from p3data.sources import FewshotSource, PromptedSource, tf_dtype
+from p3data.taskset import MixtureDef, TaskDef, TaskSet
 from p3data.templates import CompiledTemplate, Template, TemplateCollection
 from p3data.vocab import EXTRA_IDS, vocabulary_path
 
@@ -133,6 +134,26 @@ def register_mixture(name: str, tasks: Iterable[str],
     return seqio.MixtureRegistry.add(name, tasks, default_rate=EVAL_RATE)
 
 
+def register_mixture_spec(mixture: MixtureDef,
+                          tasks: Mapping[str, TaskDef]) -> seqio.Mixture | None:
+    """A mixture of tasks registered already (`tasks`: their specs by name), at the rates its
+    rule gives: fixed for mixtures weighed by caps (like T0's training mixtures), else seqio's
+    count of each task's cached examples, at most `t0.MAX_EXAMPLES_PER_DATASET`, times the
+    task's share. None when the mixture has no task."""
+    members = [tasks[name] for name in mixture.tasks]
+    if not members:
+        return None
+    if mixture.rate_by_cap:
+        return seqio.MixtureRegistry.add(mixture.name,
+                                         [(spec.name, mixture.rate(spec)) for spec in members])
+    return seqio.MixtureRegistry.add(mixture.name, [(spec.name, _examples_rate(
+        mixture.share(spec))) for spec in members])
+
+
+def _examples_rate(share: float) -> Callable[[seqio.Task], float]:
+    return EVAL_RATE if share == 1 else functools.partial(_shared_rate, share=share)
+
+
 @contextlib.contextmanager
 def _collection_paused() -> Iterator[None]:
     """Registering thousands of tasks allocates many small objects, and each of the garbage
@@ -147,53 +168,38 @@ def _collection_paused() -> Iterator[None]:
             gc.enable()
 
 
-def register_definitions(definitions: t0.T0Definitions,
+def register_spec(spec: TaskDef, data_dir: str | os.PathLike | None = None) -> seqio.Task:
+    """A task of any collection, as its kind is registered."""
+    if isinstance(spec, VariantSpec):
+        return register_variant(spec, data_dir)
+    return register_task(spec, data_dir)
+
+
+def register_definitions(definitions: TaskSet,
                          data_dir: str | os.PathLike | None = None) -> None:
+    """Every task and mixture of `definitions` (e.g. `p3data.taskset.load_definitions()`)."""
     with _collection_paused():
         for spec in definitions.tasks.values():
-            register_task(spec, data_dir)
+            register_spec(spec, data_dir)
         for mixture in definitions.mixtures.values():
-            if not mixture.tasks:
-                continue
-            rates = ({task: mixture.rate(definitions.tasks[task]) for task in mixture.tasks}
-                     if mixture.rate_by_cap else None)
-            register_mixture(mixture.name, mixture.tasks, rates)
-
-
-def register_variants(definitions: Definitions,
-                      data_dir: str | os.PathLike | None = None) -> None:
-    """Every variant of `definitions` and its variant mixtures (T0's own tasks are registered
-    by `register_definitions`)."""
-    with _collection_paused():
-        for variant in definitions.variants.values():
-            register_variant(variant, data_dir)
-        for mixture in definitions.variant_mixtures.values():
-            register_variant_mixture(definitions.t0, mixture, data_dir=data_dir)
+            register_mixture_spec(mixture, definitions.tasks)
 
 
 def _shared_rate(task: seqio.Task, share: float) -> float:
     return EVAL_RATE(task) * share
 
 
-def register_variant_mixture(definitions: t0.T0Definitions, mixture: VariantMixture, *,
+def register_variant_mixture(mixture: VariantMixture, *,
                              data_dir: str | os.PathLike | None = None) -> seqio.Mixture | None:
     """A variant mixture (e.g. of `fewshot.define_variant_mixture`), and its variants not yet
     registered. Each task's T0 rate is split by the settings' ratio: fixed rates for mixtures
     weighed by T0's caps, else seqio's `mixing_rate_num_examples` times the share. None when
     the mixture has no task."""
-    variants = mixture.variants(definitions)
     registered = set(seqio.TaskRegistry.names())
-    for variant in variants:
+    for variant in mixture.variants:
         if variant.name not in registered:
             register_variant(variant, data_dir)
-    if not variants:
-        return None
-    if mixture.rate_by_cap:
-        rates = [(v.name, mixture.rate(v)) for v in variants]
-    else:
-        rates = [(v.name, functools.partial(_shared_rate, share=mixture.settings.share(v.shots)))
-                 for v in variants]
-    return seqio.MixtureRegistry.add(mixture.name, rates)
+    return register_mixture_spec(mixture, {v.name: v for v in mixture.variants})
 
 
 def register_prompted(

@@ -1,7 +1,8 @@
 """T0's rules for turning the catalog and the templates into tasks and mixtures.
 
-Pure data, no seqio: the same task list drives registration (`p3data.tasks`), the cache
-builder and `p3data plan`. The rules follow t-zero's `t0/seqio_tasks/tasks.py`:
+Pure data, no seqio: T0's part of the task set (`p3data.taskset`, the collection `t0`), which
+drives registration (`p3data.tasks`), the cache builder and every command. The rules follow
+t-zero's `t0/seqio_tasks/tasks.py`:
 - one task per dataset/subset x template (ANLI: per round, named `anli_<template>_r1`...),
   named `re.sub(r"[^\\w\\d\\._]+", "_", f"{dataset}_{subset}_{template}")`;
 - a `_score_eval` twin for every template with an `answer_choices` expression;
@@ -18,18 +19,18 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog, DatasetEntry
-from p3data.errors import NotFoundError, P3DataError
 from p3data.templates import Template, TemplateCollection
 
+if TYPE_CHECKING:
+    from p3data.taskset import TaskSet
+
 MAX_EXAMPLES_PER_DATASET = 500_000
-# seqio's `mixing_rate_num_examples` counts a task's examples in this split, whichever split
-# the mixture is read from
-RATE_SPLIT = "train"
 SCORE_EVAL_SUFFIX = "_score_eval"
 _LOG = logging.getLogger(__name__)
 
@@ -111,6 +112,10 @@ class MixtureSpec:
             return task.cap
         return None if examples is None else min(examples, MAX_EXAMPLES_PER_DATASET)
 
+    def share(self, task: TaskSpec) -> int:
+        """Each task takes the whole of what the rule gives it."""
+        return 1
+
     @property
     def rate_rule(self) -> str:
         return self.RATE_RULE_BY_CAP if self.rate_by_cap else self.RATE_RULE_BY_EXAMPLES
@@ -132,31 +137,11 @@ class SkippedTemplate:
 
 @dataclass(frozen=True)
 class T0Definitions:
+    """T0's part of the task set (`p3data.taskset`): its tasks, mixtures, skipped templates."""
+
     tasks: dict[str, TaskSpec]
     mixtures: dict[str, MixtureSpec]
     skipped: tuple[SkippedTemplate, ...] = ()
-
-    def rate(self, mixture: str, task: str, examples: int | None = None) -> int | None:
-        """`MixtureSpec.rate` of one task of one mixture, by name."""
-        return self.mixtures[mixture].rate(self.tasks[task], examples)
-
-    def mixture(self, name: str) -> MixtureSpec:
-        """The mixture called `name`, or the one error for a mixture that is not defined."""
-        spec = self.mixtures.get(name)
-        if spec is None:
-            raise NotFoundError.unknown("mixture", name, self.mixtures, setting="tasks")
-        return spec
-
-    def task(self, name: str) -> TaskSpec:
-        """The task called `name`, or the one error for a task that is not defined (saying
-        so when `name` is a mixture's)."""
-        spec = self.tasks.get(name)
-        if spec is not None:
-            return spec
-        if name in self.mixtures:
-            raise NotFoundError(f"{name!r} is a mixture, not a task; its tasks: "
-                                f"p3data list --mixture {name}")
-        raise NotFoundError.unknown("task", name, self.tasks, listed_by="p3data list")
 
 
 _RoundNames = dict[str | None, tuple[str, str | None]]  # round -> (task, score-eval twin)
@@ -248,37 +233,15 @@ def group_by_source_split(
     return groups
 
 
-def load_definitions() -> T0Definitions:
+class T0Collection:
     """T0's tasks and mixtures over the catalog and templates in effect (`P3DATA_CATALOG` and
-    `P3DATA_TEMPLATE_DIRS` included), as data: `T0Definitions.tasks` maps a task name to its
-    `TaskSpec` (dataset, template, splits, rate cap) and `.mixtures` a mixture name to its
-    `MixtureSpec`; `.task(name)` and `.mixture(name)` look one up or raise `NotFoundError`
-    naming close matches. Reads package data only: no rows, no vocabulary, no seqio."""
-    return define(Catalog.load(), TemplateCollection.default())
+    `P3DATA_TEMPLATE_DIRS` included): the collection `t0` of the task set."""
+
+    name = "t0"
+    requires: tuple[str, ...] = ()
+
+    def define(self, base: TaskSet) -> T0Definitions:
+        return define(Catalog.load(), TemplateCollection.default())
 
 
-def select(definitions: T0Definitions, mixtures: Sequence[str] = (),
-           patterns: Sequence[str] = ()) -> list[TaskSpec]:
-    """The tasks of the given mixtures, narrowed (or, without mixtures, chosen) by regexes that
-    must match whole task names, as seqio's `--tasks` does."""
-    if not mixtures and not patterns:
-        raise P3DataError("no tasks chosen: name mixtures or task patterns", setting="tasks")
-    chosen = [definitions.mixture(name) for name in mixtures]
-    names = (list(dict.fromkeys(t for mixture in chosen for t in mixture.tasks))
-             if mixtures else list(definitions.tasks))
-    if patterns:
-        names = matching(names, patterns)
-    if not names:
-        where = f" in {', '.join(mixtures)}" if mixtures else ""
-        raise P3DataError(f"no task{where} fully matches {' or '.join(patterns)}")
-    return [definitions.tasks[name] for name in sorted(names)]
-
-
-def matching(names: Iterable[str], patterns: Sequence[str]) -> list[str]:
-    """The names that some regex of `patterns` matches whole, as seqio's `--tasks` does."""
-    try:
-        compiled = [re.compile(pattern) for pattern in patterns]
-    except re.error as err:
-        raise P3DataError(f"a task pattern is not a regular expression: {err}",
-                          setting="task_pattern") from None
-    return [name for name in names if any(c.fullmatch(name) for c in compiled)]
+COLLECTION = T0Collection()

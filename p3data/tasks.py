@@ -10,13 +10,9 @@ SentencePiece model.
 
 from __future__ import annotations
 
-from p3data import t0
-from p3data.datasets.catalog import Catalog
-from p3data.fewshot import Definitions, with_variants
-from p3data.registry import register_definitions, register_variants
-from p3data.templates import TemplateCollection
+from p3data.registry import register_definitions
+from p3data.taskset import TaskSet, load_definitions
 
-DEFINITIONS: t0.T0Definitions = t0.define(Catalog.load(), TemplateCollection.default())
-VARIANTS: Definitions = with_variants(DEFINITIONS)
+# T0's collection and its variants: `.part("t0")` is T0's own tasks and mixtures.
+DEFINITIONS: TaskSet = load_definitions(("t0", "fewshot"))
 register_definitions(DEFINITIONS)
-register_variants(VARIANTS)

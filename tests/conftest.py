@@ -20,8 +20,17 @@ def template_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def t0_tasks():
-    """T0's tasks and mixtures registered in seqio, once a session (registering reads no data
-    and loads no vocabulary): `p3data.tasks.DEFINITIONS`."""
+    """T0's tasks and mixtures registered in seqio with their few-shot variants, once a session
+    (registering reads no data and loads no vocabulary): T0's part of `p3data.tasks.DEFINITIONS`."""
+    import p3data.tasks
+
+    return p3data.tasks.DEFINITIONS.part("t0")
+
+
+@pytest.fixture(scope="session")
+def taskset(t0_tasks):
+    """Every task and mixture `import p3data.tasks` registers, as the task set it registers:
+    `p3data.tasks.DEFINITIONS`."""
     import p3data.tasks
 
     return p3data.tasks.DEFINITIONS

@@ -25,8 +25,8 @@ from p3data.builder.plan import CacheConfig, CachePlan, WorkUnit, build_plan
 from p3data.builder.shipping import ship
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.shards import ROWS_PER_SHARD
-from p3data.fewshot.definitions import load_definitions
 from p3data.staging import build_wheel, worker_requirements
+from p3data.taskset import load_definitions
 from p3data.vocab import SAMPLE_VOCAB
 
 DATAFLOW = ["--runner=DataflowRunner", "--project=p3data-test", "--region=us-central1"]

@@ -186,9 +186,9 @@ def test_resume_after_a_failure_redoes_only_what_failed(cache, parquet_dir, tmp_
 
 
 def test_mixtures_select_their_tasks_present(cache, tmp_path):
-    from p3data import t0
+    from p3data.taskset import load_definitions
 
-    mixtures = t0.load_definitions().mixtures
+    mixtures = load_definitions().mixtures
     names = ("t0_train", "t0_eval_score_eval")
     wanted = sorted({t for m in names for t in mixtures[m].tasks} & set(TASKS))
     assert 0 < len(wanted) < len(TASKS)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from p3data.datasets.samples import SAMPLES_DIR
-from p3data.fewshot import FewshotSettings, VariantSpec, load_definitions
+from p3data.fewshot import FewshotSettings, VariantSpec
 from p3data.quality.common import TokenCounter
 from p3data.quality.plan import format_plan, plan
 from p3data.quality.validate import format_report, validate
+from p3data.taskset import load_definitions
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def test_validate_reports_a_short_pool(definitions):
 
 def test_validate_fits_long_queries_to_a_short_input_length(definitions):
     settings = FewshotSettings(shots=(1,), input_length=128, label="short")
-    spec = VariantSpec(definitions.t0.tasks["cnn_dailymail_3.0.0_news_summary"], 1, settings)
+    spec = VariantSpec(definitions.task("cnn_dailymail_3.0.0_news_summary"), 1, settings)
     validation = validate([spec], str(SAMPLES_DIR), TokenCounter())
     [report] = validation.reports
     stats = report.fewshot
@@ -52,7 +53,9 @@ def test_plan_of_a_fewshot_mixture_splits_t0s_rates(definitions):
         if five.tokens_per_example is not None:  # exemplars cost tokens
             assert five.tokens_per_example > by_name[task.task + "_0shot"].tokens_per_example
     assert fewshot.differences is None
-    assert format_plan(fewshot).rstrip().endswith("split over its variants by the settings' ratio")
+    assert format_plan(fewshot).rstrip().endswith(
+        "split over each task's variants by the settings' ratio (not one of T0's published "
+        "mixtures)")
 
 
 def test_list_and_show_variants(capsys):

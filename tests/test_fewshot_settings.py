@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.fewshot import definitions
+from helpers.fewshot import definitions, taskset
 
 from p3data import t0
 from p3data.errors import P3DataError
@@ -111,36 +111,37 @@ def test_every_t0_task_has_a_variant_per_shot_count_and_no_name_collides():
 
 def test_default_mixtures_split_t0_rates_and_keep_t0s_rules():
     defs = definitions()
-    mixtures = default_variant_mixtures(defs)
+    mixtures = default_variant_mixtures(taskset())
     assert list(mixtures) == ["t0_train_fewshot", "t0+_train_fewshot", "t0++_train_fewshot",
                               "t0_eval_score_eval_1shot", "t0_eval_score_eval_3shot",
                               "t0_eval_score_eval_5shot"]
     train = mixtures["t0_train_fewshot"]
-    assert train.tasks == defs.mixtures["t0_train"].tasks and train.rate_by_cap
-    variants = train.variants(defs)
+    variants = train.variants
+    assert [v.base.name for v in variants[::4]] == list(defs.mixtures["t0_train"].tasks)
+    assert train.tasks == tuple(v.name for v in variants) and train.rate_by_cap
     assert len(variants) == 4 * 313
     for variant in variants[:8]:
         share = {0: 0.5}.get(variant.shots, 1 / 6)
         assert train.rate(variant) == pytest.approx(variant.base.cap * share)
     total = sum(train.rate(v) for v in variants)
-    assert total == pytest.approx(sum(defs.tasks[t].cap for t in train.tasks))
+    assert total == pytest.approx(sum(defs.tasks[t].cap for t in defs.mixtures["t0_train"].tasks))
     three = mixtures["t0_eval_score_eval_3shot"]
-    assert three.tasks == defs.mixtures["t0_eval_score_eval"].tasks
+    assert [v.base.name for v in three.variants] == list(defs.mixtures["t0_eval_score_eval"].tasks)
     assert not three.rate_by_cap and three.settings.shots == (3,)
-    assert {v.name.endswith("_score_eval_3shot") for v in three.variants(defs)} == {True}
-    assert three.rate(three.variants(defs)[0], examples=900_000) == t0.MAX_EXAMPLES_PER_DATASET
-    assert three.rate(three.variants(defs)[0]) is None  # by examples: unknown before a build
+    assert {v.name.endswith("_score_eval_3shot") for v in three.variants} == {True}
+    assert three.rate(three.variants[0], examples=900_000) == t0.MAX_EXAMPLES_PER_DATASET
+    assert three.rate(three.variants[0]) is None  # by examples: unknown before a build
 
 
 def test_a_variant_mixture_of_chosen_tasks_with_its_own_settings():
-    defs = definitions()
     settings = FewshotSettings(shots=(0, 2), ratio={0: 0.2, 2: 0.8}, input_length=2048,
                                label="long")
     tasks = ["super_glue_rte_GPT_3_style", "super_glue_rte_can_we_infer"]
-    mixture = define_variant_mixture(defs, "rte_fewshot_long", tasks=tasks, settings=settings)
-    names = [v.name for v in mixture.variants(defs)]
+    mixture = define_variant_mixture(taskset(), "rte_fewshot_long", tasks=tasks,
+                                     settings=settings)
+    names = list(mixture.tasks)
     assert names == [f"{task}_{k}shot_long" for task in tasks for k in (0, 2)]
-    first = mixture.variants(defs)[1]
+    first = mixture.variants[1]
     assert mixture.rate(first) == pytest.approx(0.8 * first.base.cap)
 
 
@@ -155,16 +156,17 @@ def test_a_variant_mixture_of_chosen_tasks_with_its_own_settings():
 ])
 def test_bad_variant_mixtures_are_one_line(kwargs, setting, value):
     with pytest.raises(P3DataError) as caught:
-        define_variant_mixture(definitions(), **kwargs)
+        define_variant_mixture(taskset(), **kwargs)
     assert "\n" not in str(caught.value) and value in str(caught.value)
     assert caught.value.setting == setting
 
 
-# The core stands on the foundation, the templates, the rows, the feature table and T0's
-# definitions: never on the cache builder, the commands, the readers or seqio.
+# The core stands on the foundation, the templates, the rows, the feature table, T0's
+# definitions and the task set it adds to: never on the cache builder, the commands, the
+# readers or seqio.
 ALLOWED = ("p3data.errors", "p3data.templates", "p3data.datasets", "p3data.t0",
            "p3data.tokenize", "p3data.fewshot", "p3data.dataset_key", "p3data.varints",
-           "p3data.format.features")
+           "p3data.format.features", "p3data.taskset")
 
 
 def test_the_package_imports_only_lower_layers():

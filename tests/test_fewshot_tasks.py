@@ -17,7 +17,7 @@ def test_every_task_has_its_variants_and_mixtures_registered(t0_tasks):
     import p3data.tasks
 
     names = set(seqio.TaskRegistry.names())
-    assert len(p3data.tasks.VARIANTS.variants) == 4 * len(t0_tasks.tasks) == 3932
+    assert len(p3data.tasks.DEFINITIONS.part("fewshot").tasks) == 4 * len(t0_tasks.tasks) == 3932
     assert all(variant_name(task, k) in names for task in t0_tasks.tasks for k in (0, 1, 3, 5))
     variant_mixtures = {"t0_train_fewshot", "t0+_train_fewshot", "t0++_train_fewshot",
                         *(f"t0_eval_score_eval_{k}shot" for k in (1, 3, 5))}
@@ -45,13 +45,14 @@ def test_t0s_tasks_keep_their_features_and_variants_add_the_audit_ones():
 
 
 def test_a_variant_mixture_of_ones_own_registers_its_variants(t0_tasks):
+    import p3data.tasks
     from p3data.registry import register_variant_mixture
 
     settings = FewshotSettings(shots=(0, 2), ratio={0: 0.25, 2: 0.75}, input_length=512,
                                label="short")
-    mixture = define_variant_mixture(t0_tasks, "copa_short", settings=settings,
+    mixture = define_variant_mixture(p3data.tasks.DEFINITIONS, "copa_short", settings=settings,
                                      tasks=["super_glue_copa_exercise"])
-    registered = register_variant_mixture(t0_tasks, mixture)
+    registered = register_variant_mixture(mixture)
     cap = t0_tasks.tasks["super_glue_copa_exercise"].cap
     rates = {task.name: registered.get_rate(task) for task in registered.tasks}
     assert rates["super_glue_copa_exercise_2shot_short"] == pytest.approx(0.75 * cap)

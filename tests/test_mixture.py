@@ -127,10 +127,13 @@ def test_bad_mixtures_are_refused():
 
 
 # A few tasks of three T0 mixtures, of datasets with different caps and sizes; story_cloze has
-# no train split (seqio's example-count rate needs one)
+# no train split (seqio's example-count rate needs one); and few-shot variants of some of them
+FEWSHOT = ["ag_news_classify_[0135]shot", "trec_fine_grained_open_[0135]shot",
+           "super_glue_copa_exercise_score_eval_3shot"]
 CACHED = ["ag_news_classify", "ag_news_classify_score_eval", "trec_fine_grained_open",
           "imdb_Movie_Expressed_Sentiment", "rotten_tomatoes_Movie_Expressed_Sentiment_score_eval",
-          "super_glue_copa_exercise_score_eval", "story_cloze_2016_Answer_Given_options_score_eval"]
+          "super_glue_copa_exercise_score_eval", "story_cloze_2016_Answer_Given_options_score_eval",
+          *FEWSHOT]
 
 
 @pytest.fixture(scope="module")
@@ -140,16 +143,23 @@ def cache(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.parametrize(("mixture", "expected"), [
-    ("t0_train", {"ag_news_classify", "trec_fine_grained_open", "imdb_Movie_Expressed_Sentiment"}),
+@pytest.mark.parametrize(("mixture", "expected", "distinct"), [
+    ("t0_train", {"ag_news_classify", "trec_fine_grained_open", "imdb_Movie_Expressed_Sentiment"},
+     3),
     ("t0_train_score_eval", {"ag_news_classify_score_eval",
-                             "rotten_tomatoes_Movie_Expressed_Sentiment_score_eval"}),
-    ("t0_eval_score_eval", {"super_glue_copa_exercise_score_eval"}),  # story_cloze: no train
+                             "rotten_tomatoes_Movie_Expressed_Sentiment_score_eval"}, 2),
+    ("t0_eval_score_eval", {"super_glue_copa_exercise_score_eval"}, 1),  # story_cloze: no train
+    # a task's T0 rate split: half to 0 shots, a sixth to each of 1, 3 and 5
+    ("t0_train_fewshot", {f"{task}_{k}shot" for task in ("ag_news_classify",
+                                                         "trec_fine_grained_open")
+                          for k in (0, 1, 3, 5)}, 4),
+    ("t0_eval_score_eval_3shot", {"super_glue_copa_exercise_score_eval_3shot"}, 1),
 ])
-def test_mixture_sampler_rates_tasks_as_seqio_does(cache, t0_tasks, mixture, expected):
+def test_mixture_sampler_rates_tasks_as_seqio_does(cache, taskset, *, mixture, expected,
+                                                   distinct):
     import seqio
 
-    sampler = mixture_sampler(cache, mixture, seed=0, allow_missing=True, definitions=t0_tasks)
+    sampler = mixture_sampler(cache, mixture, seed=0, allow_missing=True, definitions=taskset)
     assert set(sampler.rates) == expected
     registered = seqio.MixtureRegistry.get(mixture)
     for name, rate in sampler.rates.items():
@@ -158,7 +168,7 @@ def test_mixture_sampler_rates_tasks_as_seqio_does(cache, t0_tasks, mixture, exp
             patch.setattr(task, "_cache_dir", str(cache / name))
             patch.setattr(task, "_stats", {})
             assert rate == registered.get_rate(task), name
-    assert len(set(sampler.rates.values())) == len(expected)  # the rates tell tasks apart
+    assert len(set(sampler.rates.values())) == distinct  # the rates tell tasks apart
     reader = open_cache(str(cache))
     example = next(MixtureSampler.restore(
         {name: reader.split(name, "train") for name in expected}, sampler.rates,
@@ -167,19 +177,19 @@ def test_mixture_sampler_rates_tasks_as_seqio_does(cache, t0_tasks, mixture, exp
         e["inputs_pretokenized"] for e in reader.split(example["task"], "train")}
 
 
-def test_mixture_sampler_names_the_tasks_a_cache_lacks(cache, t0_tasks):
+def test_mixture_sampler_names_the_tasks_a_cache_lacks(cache, taskset):
     with pytest.raises(MissingTasksError, match=r"lacks 310 of t0_train's 313 tasks with a "
                                                 r"'train' split: glue_mrpc_equivalent, .* and "
                                                 r"300 more; cache them") as caught:
-        mixture_sampler(cache, "t0_train", seed=0, definitions=t0_tasks)
+        mixture_sampler(cache, "t0_train", seed=0, definitions=taskset)
     assert len(caught.value.missing) == 310 and "ag_news_classify" not in caught.value.missing
     with pytest.raises(P3DataError, match="story_cloze_2016_Answer_Given_options_score_eval: no "
                                           "'train' split, whose examples rate the task in "
                                           "t0_eval_score_eval"):
         mixture_sampler(cache, "t0_eval_score_eval", "validation", seed=0, allow_missing=True,
-                        definitions=t0_tasks)
+                        definitions=taskset)
     with pytest.raises(P3DataError, match="unknown mixture 't0_nope'"):
-        mixture_sampler(cache, "t0_nope", seed=0, definitions=t0_tasks)
+        mixture_sampler(cache, "t0_nope", seed=0, definitions=taskset)
 
 
 def test_mixture_sampler_and_packing_run_without_tensorflow(cache):

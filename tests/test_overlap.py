@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -12,8 +11,9 @@ import pytest
 from p3data.cli import main
 from p3data.datasets.rows import read_jsonl
 from p3data.datasets.samples import SAMPLES_DIR
-from p3data.fewshot import define_variant_mixture, load_definitions
+from p3data.fewshot import define_variant_mixture
 from p3data.quality.overlap import ngrams, overlap, shared_datasets, words
+from p3data.taskset import Contribution, load_definitions
 
 TRAIN = "t0_train_one_og_prompt"  # 35 tasks, imdb among them: quick to render
 EVAL = "t0_eval_score_eval"
@@ -94,9 +94,8 @@ def test_a_few_shot_variants_exemplars_are_training_text(definitions, tmp_path):
     rows = read_jsonl(path)
     rows[3]["summary"] = premise
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    mixture = define_variant_mixture(definitions.t0, "gigaword_fewshot", tasks=["gigaword_TLDR"])
-    mine = dataclasses.replace(
-        definitions, variant_mixtures={**definitions.variant_mixtures, mixture.name: mixture})
+    mixture = define_variant_mixture(definitions, "gigaword_fewshot", tasks=["gigaword_TLDR"])
+    mine = definitions.adding("mine", Contribution(mixtures={mixture.name: mixture}))
     report = overlap(mine, mixture.name, EVAL, mirror)
     assert {pair.train_task for pair in report.pairs} == {
         f"gigaword_TLDR_{k}shot" for k in (1, 3, 5)}

@@ -7,6 +7,7 @@ import pytest
 from p3data import t0
 from p3data.datasets.samples import sample_rows
 from p3data.p3.counts import p3_counts
+from p3data.taskset import load_definitions
 from p3data.templates import CompiledTemplate, Rendered
 
 # Datasets of p3data's tasks of which P3 publishes no task at all.
@@ -31,7 +32,7 @@ EMPTY_IN_P3 = {
 
 @pytest.fixture(scope="module")
 def definitions() -> t0.T0Definitions:
-    return t0.load_definitions()
+    return load_definitions(["t0"]).part("t0")
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,12 @@ import json
 import pytest
 from helpers.templates import template_entry, write_templates
 
-from p3data import t0
 from p3data.cli import main
 from p3data.datasets.catalog import ENV_CATALOG
 from p3data.errors import P3DataError
-from p3data.fewshot import load_definitions
 from p3data.quality.common import TokenCounter
 from p3data.quality.plan import compare, plan, published_definitions
+from p3data.taskset import load_definitions
 from p3data.templates.collection import ENV_TEMPLATE_DIRS
 
 
@@ -87,7 +86,7 @@ def test_differences_from_the_published_definition(tmp_path, monkeypatch, capsys
     catalog.write_text("- dataset: trec\n  splits: {train: 5452, test: 500}\n"
                        "  features: {text: string}\n")
     monkeypatch.setenv(ENV_CATALOG, str(catalog))
-    diff = compare(t0.load_definitions(), published_definitions(), "t0_train")
+    diff = compare(load_definitions().part("t0"), published_definitions(), "t0_train")
     assert diff.added == ["amazon_polarity_fixture_amazon"]
     assert len(diff.removed) == 18 and all(name.startswith("trec_") for name in diff.removed)
     assert len(diff.rate_changed) == 9

@@ -51,7 +51,7 @@ def test_steps_carry_where_the_plan_is_and_a_process_reads_it_once(tmp_path):
     from p3data.builder.plan import CacheConfig, build_plan
     from p3data.builder.shipping import ship
     from p3data.datasets.samples import SAMPLES_DIR
-    from p3data.fewshot.definitions import load_definitions
+    from p3data.taskset import load_definitions
     from p3data.vocab import SAMPLE_VOCAB
 
     config = CacheConfig(output_dir=str(tmp_path), vocab_model=SAMPLE_VOCAB.read_bytes(),

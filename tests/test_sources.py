@@ -10,7 +10,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from p3data import t0
 from p3data.builder.plan import CacheConfig, build_plan
 from p3data.cli import main
 from p3data.datasets.catalog import Catalog
@@ -19,6 +18,7 @@ from p3data.datasets.rows import read_jsonl
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.shards import Shard
 from p3data.datasets.stores import ManualStore, MirrorStore
+from p3data.taskset import load_definitions
 from p3data.vocab import SAMPLE_VOCAB
 
 COPA_ROWS = SAMPLES_DIR / "super_glue" / "copa" / "validation.jsonl"
@@ -201,8 +201,8 @@ def test_planning_fails_only_the_tasks_of_the_unreadable_split(tmp_path):
     bad = tmp_path / "super_glue" / "copa" / "validation.parquet"
     (tmp_path / "super_glue" / "copa" / "validation.jsonl").unlink()
     bad.write_text("not parquet")
-    specs = t0.select(t0.load_definitions(),
-                      patterns=["super_glue_copa_exercise", "super_glue_rte_GPT_3_style"])
+    specs = load_definitions().select(
+        patterns=["super_glue_copa_exercise", "super_glue_rte_GPT_3_style"])
     config = CacheConfig(output_dir=str(tmp_path / "out"), vocab_model=SAMPLE_VOCAB.read_bytes(),
                          data_dir=str(tmp_path))
     plan = build_plan(config, specs)

@@ -9,11 +9,11 @@ import pytest
 from helpers.cache import t0_only
 from helpers.templates import template_entry, write_templates
 
-from p3data import t0
 from p3data.cli import main
 from p3data.datasets.stores import ENV_DATA_DIR
 from p3data.quality.common import TokenCounter
 from p3data.quality.validate import Lengths, Thresholds, validate
+from p3data.taskset import load_definitions
 from p3data.templates.collection import ENV_TEMPLATE_DIRS
 
 TASKS = t0_only("super_glue_copa_fixture_.*")
@@ -52,7 +52,7 @@ def fixture_tasks(tmp_path, monkeypatch) -> Path:
 
 
 def run(mirror: Path, pattern: str = TASKS, **kwargs):
-    specs = t0.select(t0.load_definitions(), (), [pattern])
+    specs = load_definitions().select((), [pattern])
     result = validate(specs, mirror, TokenCounter(), **kwargs)
     return result, {report.task.removeprefix("super_glue_copa_fixture_"): report
                     for report in result.reports}

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 from p3data import __version__
 from p3data.builder.pools import fewshot_record
-from p3data.fewshot import AnySpec, VariantSpec
+from p3data.fewshot import VariantSpec
 from p3data.fewshot.pool import POOL_FILES
 from p3data.format.manifest import FORMAT_VERSION
+from p3data.taskset import TaskDef
 from p3data.templates import Template
 
 if TYPE_CHECKING:  # the settings' home imports this module
@@ -30,7 +31,7 @@ def canonical_json(value: object) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def task_fingerprint(config: CacheConfig, spec: AnySpec, sources: dict) -> str:
+def task_fingerprint(config: CacheConfig, spec: TaskDef, sources: dict) -> str:
     payload = {
         "p3data": __version__, "format": FORMAT_VERSION, "task": spec.name,
         "template": [spec.template.id, template_digest(spec.template)],

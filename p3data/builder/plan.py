@@ -37,7 +37,7 @@ from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.shards import ROWS_PER_SHARD, Shard
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError
-from p3data.fewshot import AnySpec, VariantSpec, pool_source
+from p3data.fewshot import VariantSpec, pool_source
 from p3data.format import layout
 from p3data.format.cache_folder import is_complete, splits_present
 from p3data.format.manifest import (
@@ -47,6 +47,7 @@ from p3data.format.manifest import (
     read_manifest,
 )
 from p3data.format.work import SplitSummary, UnitMarker, WorkDir, read_record
+from p3data.taskset import TaskDef
 from p3data.templates import Template
 from p3data.vocab import EXTRA_IDS
 
@@ -137,7 +138,7 @@ class TaskInfo:
     """What the finalize stage needs to know of one task being built: the splits to build, and
     those its folder keeps as they are (not asked for, or built from the same rows before)."""
 
-    spec: AnySpec
+    spec: TaskDef
     fingerprint: str  # of the build its manifest will record, every split it lists
     splits: tuple[str, ...]  # task splits to build
     shard_counts: dict[str, int]  # task split -> source shards (= parts)
@@ -185,7 +186,7 @@ def describe_bug(err: BaseException) -> tuple[str, str]:
     return f"{BUG_NOTE} ({type(err).__name__}: {err})", text
 
 
-def _earlier_build(config: CacheConfig, spec: AnySpec, folder: str) -> Manifest | None:
+def _earlier_build(config: CacheConfig, spec: TaskDef, folder: str) -> Manifest | None:
     """The folder's manifest if it records a build with this run's settings, whatever rows it
     read (its fingerprint is this run's for its sources); None if not, or unreadable."""
     try:
@@ -196,7 +197,7 @@ def _earlier_build(config: CacheConfig, spec: AnySpec, folder: str) -> Manifest 
     return manifest if same else None
 
 
-def plan_task(config: CacheConfig, spec: AnySpec, sources: dict[str, dict],
+def plan_task(config: CacheConfig, spec: TaskDef, sources: dict[str, dict],
               shard_counts: dict[str, int], *, listing: dict[str, list[str]] | None = None
               ) -> TaskInfo | str | None:
     """What a run asked to build these splits of a task (`sources`: the identity of each one's
@@ -267,7 +268,7 @@ def withdraw(config: CacheConfig, info: TaskInfo) -> None:
                if name not in keep and name not in (layout.COMPLETED, layout.MANIFEST)])
 
 
-def _check_splits(specs: Sequence[AnySpec], splits: Sequence[str]) -> None:
+def _check_splits(specs: Sequence[TaskDef], splits: Sequence[str]) -> None:
     known = sorted({split for spec in specs for split in spec.split_mapping})
     unknown = [split for split in splits if split not in known]
     if unknown:
@@ -275,7 +276,7 @@ def _check_splits(specs: Sequence[AnySpec], splits: Sequence[str]) -> None:
                           + ", ".join(known))
 
 
-def build_plan(config: CacheConfig, specs: Sequence[AnySpec],
+def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
                splits: Sequence[str] = ()) -> CachePlan:
     _check_splits(specs, splits)
     plan = CachePlan(config)
@@ -327,7 +328,7 @@ def build_plan(config: CacheConfig, specs: Sequence[AnySpec],
     return plan
 
 
-def _list_splits(config: CacheConfig, users: dict[tuple[DatasetKey, str], list[AnySpec]],
+def _list_splits(config: CacheConfig, users: dict[tuple[DatasetKey, str], list[TaskDef]],
                  plan: CachePlan) -> dict[tuple[DatasetKey, str], tuple[list[Shard], dict]]:
     """The shards and the identity of each dataset split some task reads; a split that cannot
     be listed fails the tasks that read it."""

@@ -39,7 +39,7 @@ from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
     from p3data.builder.plan import CacheConfig
-    from p3data.fewshot import AnySpec
+    from p3data.taskset import TaskDef
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from p3data.builder.driver import run_cache
     from p3data.builder.plan import CacheConfig
     from p3data.builder.summary import summary_table
-    from p3data.fewshot import load_definitions
+    from p3data.taskset import load_definitions
     from p3data.vocab import read_vocabulary
 
     require("apache_beam", "pyarrow")
@@ -96,7 +96,7 @@ def _check_data_dir(path: str | None) -> None:
 
 
 def _worker_paths(args: argparse.Namespace, config: CacheConfig,
-                  specs: Sequence[AnySpec]) -> dict[str, str]:
+                  specs: Sequence[TaskDef]) -> dict[str, str]:
     """Every path a job's workers open themselves, by what set it: the output folder and
     where rows come from (the vocabulary, templates and catalog travel in the job)."""
     paths = {"--output-dir": args.output_dir}

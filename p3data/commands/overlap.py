@@ -10,9 +10,9 @@ from p3data.commands.options import add_data_options, positive_int, writing
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data.fewshot import load_definitions
     from p3data.quality.common import data_root
     from p3data.quality.overlap import as_json, exclusions, format_report, overlap
+    from p3data.taskset import load_definitions
 
     root = data_root(args.data_dir)
     report = overlap(load_definitions(), args.train, args.eval, root, n=args.n,

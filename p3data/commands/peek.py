@@ -10,8 +10,8 @@ from p3data.errors import P3DataError
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data.fewshot import load_definitions
     from p3data.format.cache_folder import not_a_cache, task_folders
+    from p3data.taskset import load_definitions
 
     root = cache_root(args.cache_dir)
     load_definitions().task(args.task)  # an unknown task name fails before any reading

@@ -10,9 +10,9 @@ from p3data.errors import P3DataError
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data.fewshot import load_definitions
     from p3data.quality.common import TokenCounter
     from p3data.quality.plan import as_json, format_plan, plan
+    from p3data.taskset import load_definitions
 
     if (args.steps is None) != (args.batch_size is None):
         raise P3DataError("--steps and --batch-size go together")

@@ -17,8 +17,8 @@ from p3data.errors import P3DataError
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data import t0
     from p3data.report import collect, render_html, render_markdown
+    from p3data.taskset import load_definitions
 
     require("matplotlib")
     start = time.perf_counter()
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     for path in (out, markdown):
         refuse_unless_a_report(path)
     report = collect(cache_root(args.cache_dir), split=args.split, lengths=args.lengths,
-                     max_records=args.max_records, definitions=t0.load_definitions())
+                     max_records=args.max_records, definitions=load_definitions())
     pages = {out: render_html(report),
              markdown: render_markdown(report, out.name if markdown.parent == out.parent
                                        else str(out))}

@@ -1,5 +1,5 @@
-"""`p3data list` and `p3data show`: T0's tasks and mixtures and their few-shot variants, without
-importing seqio."""
+"""`p3data list` and `p3data show`: the task set's tasks and mixtures (T0's, their few-shot
+variants, any other collection's), without importing seqio."""
 
 from __future__ import annotations
 
@@ -7,21 +7,29 @@ import argparse
 
 from p3data import t0
 from p3data.format.features import task_features
+from p3data.tables import text_table
+from p3data.taskset import MixtureDef, TaskDef
 
 
 def list_tasks(args: argparse.Namespace) -> int:
-    from p3data.fewshot import load_definitions
+    from p3data.taskset import load_definitions
 
     definitions = load_definitions()
-    names = (definitions.mixture_tasks(args.mixture) if args.mixture
-             else [*definitions.t0.tasks, *definitions.variants])
+    if args.mixtures:
+        rows = [[name, len(mixture.tasks), collection, mixture.rate_rule]
+                for collection, part in definitions.parts.items()
+                for name, mixture in part.mixtures.items()]
+        print(text_table(["mixture", "tasks", "collection", "rates"], rows))
+        return 0
+    names = definitions.mixture(args.mixture).tasks if args.mixture else definitions.tasks
     for name in sorted(names):
         print(name)
     return 0
 
 
 def show_task(args: argparse.Namespace) -> int:
-    from p3data.fewshot import VariantSpec, load_definitions, pool_source
+    from p3data.fewshot import VariantSpec, pool_source
+    from p3data.taskset import load_definitions
 
     definitions = load_definitions()
     spec = definitions.task(args.task)
@@ -50,29 +58,32 @@ def show_task(args: argparse.Namespace) -> int:
     print("features:  " + "\n           ".join(
         f"{f.name}: {f.dtype}{' [None]' if f.sequence else ''} ({f.meaning})"
         for f in features.values()))
-    if variant is not None:
-        mixtures = [m for m in definitions.variant_mixtures.values()
-                    if variant.name in definitions.mixture_tasks(m.name)]
-        for mixture in mixtures:
-            share = f"{mixture.settings.share(variant.shots):.0%} of"
-            rate = mixture.rate(variant)
-            rule = (f"{rate:,.1f} ({share} T0's cap)" if rate is not None
-                    else f"{share} {t0.MixtureSpec.RATE_RULE_BY_EXAMPLES}")
-            print(f"rate:      {rule} in {mixture.name}")
-        print(f"mixtures:  {', '.join(m.name for m in mixtures) or '-'}")
-        return 0
-    mixtures = [m.name for m in definitions.t0.mixtures.values() if spec.name in m.tasks]
-    for rule in sorted({definitions.t0.mixtures[m].rate_rule for m in mixtures}):
-        cap = spec.cap if rule == t0.MixtureSpec.RATE_RULE_BY_CAP else None
-        print(f"rate:      {cap:,} ({rule})" if cap is not None else f"rate:      {rule}")
-    print(f"mixtures:  {', '.join(mixtures) or '-'}")
+    mixtures = [m for m in definitions.mixtures.values() if spec.name in m.tasks]
+    for line in dict.fromkeys(_rate_line(mixture, spec) for mixture in mixtures):
+        print(f"rate:      {line}")
+    print(f"mixtures:  {', '.join(m.name for m in mixtures) or '-'}")
     return 0
 
 
+def _rate_line(mixture: MixtureDef, spec: TaskDef) -> str:
+    """A task's rate in a mixture: what it is (mixtures weighed by caps), else its rule; a
+    task taking a share of its rule's rate is said per mixture."""
+    share = mixture.share(spec)
+    rate = mixture.rate(spec)
+    if share == 1:
+        return f"{rate:,} ({mixture.rate_rule})" if rate is not None else mixture.rate_rule
+    part = f"{share:.0%} of"
+    return (f"{rate:,.1f} ({part} T0's cap) in {mixture.name}" if rate is not None
+            else f"{part} {t0.MixtureSpec.RATE_RULE_BY_EXAMPLES} in {mixture.name}")
+
+
 def register(commands: argparse._SubParsersAction) -> None:
-    listing = commands.add_parser("list", help="task names, one per line")
-    listing.add_argument("--mixture", help="only the tasks of this mixture, e.g. t0_train or "
-                                           "t0_train_fewshot")
+    listing = commands.add_parser("list", help="task names, one per line (or the mixtures)")
+    which = listing.add_mutually_exclusive_group()
+    which.add_argument("--mixture", help="only the tasks of this mixture, e.g. t0_train or "
+                                         "t0_train_fewshot")
+    which.add_argument("--mixtures", action="store_true",
+                       help="the mixtures instead: name, tasks, collection, rate rule")
     listing.set_defaults(run=list_tasks)
 
     show = commands.add_parser("show", help="what a task is: dataset, template, splits, rate")

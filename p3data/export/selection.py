@@ -1,4 +1,4 @@
-"""Which of a cache's tasks an export writes: those of T0's mixtures and task patterns asked
+"""Which of a cache's tasks an export writes: those of the mixtures and task patterns asked
 for, and those of the mixtures that the cache lacks."""
 
 from __future__ import annotations
@@ -10,18 +10,18 @@ from p3data.errors import P3DataError
 
 def select_tasks(available: Sequence[str], mixtures: Sequence[str] = (),
                  patterns: Sequence[str] = ()) -> tuple[list[str], list[str]]:
-    """The cache's tasks of the given mixtures (T0's definitions), narrowed (or, without
+    """The cache's tasks of the given mixtures (any of the task set's), narrowed (or, without
     mixtures, chosen) by regexes that must match whole task names, all tasks without either;
     and the mixtures' tasks that the cache lacks."""
     names, lacking = sorted(available), []
     if mixtures:
-        from p3data import t0
+        from p3data.taskset import load_definitions
 
-        definitions = t0.load_definitions()
+        definitions = load_definitions()
         wanted = {task for name in mixtures for task in definitions.mixture(name).tasks}
         names, lacking = [n for n in names if n in wanted], sorted(wanted - set(names))
     if patterns:
-        from p3data.t0 import matching
+        from p3data.taskset import matching
 
         names, lacking = matching(names, patterns), matching(lacking, patterns)
     if not names:

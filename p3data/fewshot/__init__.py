@@ -12,10 +12,9 @@ foundation, the templates, the datasets and T0's definitions. Bottom up:
 - `example`: the prompt and the example's fields (`num_shots`, `exemplar_rows`);
 - `stats`: per task, shot histogram, fitted rows, tokens cut;
 - `prompter`: a task split's examples, all shot counts at once, batch by batch;
-- `definitions`: T0's definitions with every task's variants, to select tasks among.
+- `definitions`: every T0 task's variants and their mixtures, as a collection of the task set.
 """
 
-from p3data.fewshot.definitions import AnySpec, Definitions, load_definitions, with_variants
 from p3data.fewshot.draws import Draws, draw_key
 from p3data.fewshot.example import ChoiceExample, FewshotExample, assemble, per_choice
 from p3data.fewshot.pool import (
@@ -44,8 +43,6 @@ from p3data.fewshot.variants import (
 )
 
 __all__ = [
-    "AnySpec",
-    "Definitions",
     "DEFAULT_SHOTS",
     "NO_ROOM",
     "SHORT_POOL",
@@ -75,11 +72,9 @@ __all__ = [
     "fewshot_mixture_name",
     "input_key",
     "is_usable",
-    "load_definitions",
     "passage_fields",
     "per_choice",
     "pool_source",
     "select_exemplars",
     "variant_name",
-    "with_variants",
 ]

@@ -12,13 +12,17 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from p3data.datasets.catalog import DatasetEntry
 from p3data.errors import P3DataError
 from p3data.fewshot.settings import LABEL_PATTERN, FewshotSettings
-from p3data.t0 import MIXTURE_NAMES, TRAINING_MIXTURES, MixtureSpec, T0Definitions, TaskSpec
+from p3data.t0 import TRAINING_MIXTURES, MixtureSpec, T0Definitions, TaskSpec
 from p3data.templates import Template
+
+if TYPE_CHECKING:
+    from p3data.taskset import TaskSet
 
 EVAL_MIXTURE = "t0_eval_score_eval"
 EVAL_SHOTS = (1, 3, 5)
@@ -94,20 +98,29 @@ class VariantMixture:
     """A mixture of few-shot variants: each task's T0 rate, split by the settings' ratio."""
 
     name: str
-    tasks: tuple[str, ...]  # T0 task names
+    variants: tuple[VariantSpec, ...]
     settings: FewshotSettings
     rate_by_cap: bool
+    tasks: tuple[str, ...] = field(init=False)  # the variants' names
 
-    def variants(self, definitions: T0Definitions) -> list[VariantSpec]:
-        return [VariantSpec(definitions.tasks[task], k, self.settings)
-                for task in self.tasks for k in self.settings.shots]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tasks", tuple(variant.name for variant in self.variants))
+
+    @property
+    def rate_rule(self) -> str:
+        rule = MixtureSpec.RATE_RULE_BY_CAP if self.rate_by_cap else (
+            MixtureSpec.RATE_RULE_BY_EXAMPLES)
+        return f"{rule}, split over each task's variants by the settings' ratio"
+
+    def share(self, variant: VariantSpec) -> float:
+        return self.settings.share(variant.shots)
 
     def rate(self, variant: VariantSpec, examples: int | None = None) -> float | None:
         """The variant's rate: its task's rate under the T0 rule, times its share; `examples`
         as `MixtureSpec.rate` takes them (a variant has its task's examples)."""
-        rule = MixtureSpec(self.name, self.tasks, self.rate_by_cap)
+        rule = MixtureSpec(self.name, (), self.rate_by_cap)
         base = rule.rate(variant.base, examples)
-        return None if base is None else base * self.settings.share(variant.shots)
+        return None if base is None else base * self.share(variant)
 
 
 def all_variants(definitions: T0Definitions,
@@ -122,38 +135,42 @@ def all_variants(definitions: T0Definitions,
     return variants
 
 
-def define_variant_mixture(definitions: T0Definitions, name: str, *, mixture: str | None = None,
+def define_variant_mixture(definitions: TaskSet, name: str, *, mixture: str | None = None,
                            tasks: Sequence[str] = (), settings: FewshotSettings | None = None,
                            rate_by_cap: bool | None = None) -> VariantMixture:
-    """A variant mixture of a T0 mixture's tasks, or of the tasks listed, checked: an unknown
-    or reused name and an unknown task are one line each, naming the value and its setting.
-    `rate_by_cap` defaults to the T0 mixture's rule, and to T0's cap for a list of tasks."""
+    """A variant mixture of a T0 mixture's tasks, or of the T0 tasks listed, checked: an
+    unknown or reused name and an unknown task are one line each, naming the value and its
+    setting. `rate_by_cap` defaults to the T0 mixture's rule, and to T0's cap for a list of
+    tasks. Register it with `p3data.registry.register_variant_mixture`."""
+    t0 = definitions.part("t0")
     if not isinstance(name, str) or not name.strip():
         raise P3DataError(f"{MIXTURE}={name!r}: a mixture needs a name", setting=MIXTURE)
-    if name in MIXTURE_NAMES:
-        raise P3DataError(f"{MIXTURE}={name!r}: that is one of T0's mixtures; choose another "
-                          "name", setting=MIXTURE)
+    if name in definitions.mixtures:
+        raise P3DataError(f"{MIXTURE}={name!r}: a mixture of that name is defined already; "
+                          "choose another name", setting=MIXTURE)
     if (mixture is None) == (not tasks):
         raise P3DataError(f"{TASKS}: give either a T0 mixture or a list of tasks for {name!r}",
                           setting=TASKS)
     if mixture is not None:
-        if mixture not in definitions.mixtures:
+        if mixture not in t0.mixtures:
             raise P3DataError(f"{MIXTURE}={mixture!r}: not a T0 mixture; known: "
-                              + ", ".join(definitions.mixtures), setting=MIXTURE)
-        chosen = definitions.mixtures[mixture]
+                              + ", ".join(t0.mixtures), setting=MIXTURE)
+        chosen = t0.mixtures[mixture]
         names, by_cap = chosen.tasks, chosen.rate_by_cap
     else:
         if isinstance(tasks, str):
             tasks = (tasks,)
-        unknown = [task for task in tasks if task not in definitions.tasks]
+        unknown = [task for task in tasks if task not in t0.tasks]
         if unknown:
             raise P3DataError(f"{TASKS}: {unknown[0]!r} is not a T0 task", setting=TASKS)
         names, by_cap = tuple(dict.fromkeys(tasks)), True
-    return VariantMixture(name, tuple(names), settings or FewshotSettings(),
-                          by_cap if rate_by_cap is None else rate_by_cap)
+    settings = settings or FewshotSettings()
+    variants = tuple(VariantSpec(t0.tasks[task], k, settings)
+                     for task in names for k in settings.shots)
+    return VariantMixture(name, variants, settings, by_cap if rate_by_cap is None else rate_by_cap)
 
 
-def default_variant_mixtures(definitions: T0Definitions,
+def default_variant_mixtures(definitions: TaskSet,
                              settings: FewshotSettings | None = None) -> dict[str, VariantMixture]:
     """`<M>_fewshot` for T0's three training mixtures (all the settings' shot counts, by
     ratio) and `t0_eval_score_eval_<k>shot` for k in 1, 3, 5 (that shot count only)."""

@@ -22,9 +22,10 @@ from typing import Any
 from p3data import t0
 from p3data.datasets.errors import SourceError
 from p3data.datasets.samples import _strings as row_strings
-from p3data.fewshot import AnySpec, Definitions, VariantSpec, is_usable, pool_source
+from p3data.fewshot import VariantSpec, is_usable, pool_source
 from p3data.quality.common import read_batches
 from p3data.tables import text_table
+from p3data.taskset import TaskDef, TaskSet
 from p3data.templates import DatasetRenderer, Rendered
 
 TRAIN_SPLIT = "train"
@@ -101,10 +102,10 @@ class OverlapReport:
         return bool(self.shared or self.pairs)
 
 
-def shared_datasets(train: Sequence[AnySpec], evaluation: Sequence[AnySpec],
+def shared_datasets(train: Sequence[TaskDef], evaluation: Sequence[TaskDef],
                     train_split: str, eval_split: str) -> list[SharedDataset]:
     """Datasets on both sides, whatever split each side reads."""
-    sides: list[dict[str, list[AnySpec]]] = [{}, {}]
+    sides: list[dict[str, list[TaskDef]]] = [{}, {}]
     for side, specs in zip(sides, (train, evaluation), strict=True):
         for spec in specs:
             side.setdefault(spec.entry.name, []).append(spec)
@@ -116,7 +117,7 @@ def shared_datasets(train: Sequence[AnySpec], evaluation: Sequence[AnySpec],
     ]
 
 
-def _splits(specs: Sequence[AnySpec], split: str) -> list[str]:
+def _splits(specs: Sequence[TaskDef], split: str) -> list[str]:
     return sorted({spec.split_mapping[split] for spec in specs if split in spec.split_mapping})
 
 
@@ -154,7 +155,7 @@ class EvalIndex:
 
 
 def overlap(
-    definitions: Definitions,
+    definitions: TaskSet,
     train_mixture: str,
     eval_mixture: str,
     root: str,
@@ -194,7 +195,7 @@ def overlap(
     return report
 
 
-def _index_split(index: EvalIndex, specs: Sequence[AnySpec], split: str, *, root: str,
+def _index_split(index: EvalIndex, specs: Sequence[TaskDef], split: str, *, root: str,
                  max_rows: int | None) -> None:
     """Add one evaluation split's rows (read by `specs`) to the index."""
     entry = specs[0].entry
@@ -208,7 +209,7 @@ def _index_split(index: EvalIndex, specs: Sequence[AnySpec], split: str, *, root
 class Role:
     """How a training task reads a split: its queries' inputs, its exemplars, or both."""
 
-    spec: AnySpec
+    spec: TaskDef
     queries: bool
     exemplars: bool
 

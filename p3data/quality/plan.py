@@ -21,9 +21,10 @@ from p3data.datasets.catalog import CATALOG_FILE, Catalog, read_catalog_file
 from p3data.datasets.errors import SourceError
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.errors import P3DataError
-from p3data.fewshot import AnySpec, Definitions, VariantSpec
+from p3data.fewshot import VariantSpec
 from p3data.quality.common import TokenCounter, read_batches, variant_prompter
 from p3data.tables import text_table
+from p3data.taskset import TaskDef, TaskSet
 from p3data.templates import DatasetRenderer, Rendered, TemplateCollection, TemplateSource
 from p3data.templates.collection import promptsource_dir
 
@@ -65,7 +66,8 @@ class Plan:
     basis: str
     tasks: list[TaskPlan]
     vocabulary: str
-    differences: Differences | None  # None: a few-shot mixture, which T0 did not publish
+    rate_rule: str
+    differences: Differences | None  # None: not one of T0's mixtures, which T0 published
 
     @property
     def tokens(self) -> float:
@@ -78,7 +80,7 @@ def published_definitions() -> t0.T0Definitions:
                      TemplateCollection([TemplateSource(promptsource_dir(), "promptsource")]))
 
 
-def mean_tokens(specs: Sequence[AnySpec], tokens: TokenCounter) -> dict[str, float | None]:
+def mean_tokens(specs: Sequence[TaskDef], tokens: TokenCounter) -> dict[str, float | None]:
     """Mean tokens per kept example (inputs + targets + EOS) over each task's sample rows; a
     variant's inputs are its prompts."""
     counts: dict[str, list[int]] = {}
@@ -112,7 +114,7 @@ def mean_tokens(specs: Sequence[AnySpec], tokens: TokenCounter) -> dict[str, flo
 
 
 def plan(
-    definitions: Definitions,
+    definitions: TaskSet,
     mixture: str,
     tokens: TokenCounter,
     *,
@@ -120,19 +122,17 @@ def plan(
     basis: str = "as asked",
     published: t0.T0Definitions | None = None,
 ) -> Plan:
-    """Expected examples and tokens per task when `examples` are drawn from the mixture (a T0
-    or few-shot one; default: as many as its total rate, i.e. every task once at its rate),
-    and how a T0 mixture differs from `published` (default: T0's, `published_definitions()`)."""
-    variants = definitions.variant_mixtures.get(mixture)
-    rule = variants or definitions.t0.mixture(mixture)
+    """Expected examples and tokens per task when `examples` are drawn from the mixture (any
+    mixture weighed by caps; default: as many as its total rate, i.e. every task once at its
+    rate), and how one of T0's own mixtures differs from `published` (default: T0's,
+    `published_definitions()`)."""
+    rule = definitions.mixture(mixture)
     if not rule.rate_by_cap:
-        by_cap = [name for name, m in {**definitions.t0.mixtures,
-                                       **definitions.variant_mixtures}.items() if m.rate_by_cap]
+        by_cap = [name for name, m in definitions.mixtures.items() if m.rate_by_cap]
         raise P3DataError(
             f"{mixture} is an evaluation mixture, weighted by the examples in its cache rather "
             f"than by T0's caps; plan one of: " + ", ".join(by_cap))
-    specs: list[AnySpec] = (variants.variants(definitions.t0) if variants
-                            else t0.select(definitions.t0, [mixture]))
+    specs = definitions.mixture_tasks(mixture)
     rates = {spec.name: rule.rate(spec) for spec in specs}
     total = sum(rates.values())
     if examples is None:
@@ -149,9 +149,11 @@ def plan(
             rate=rates[spec.name], share=share, examples=expected,
             epochs=expected / source_rows if source_rows else None,
             tokens_per_example=mean, tokens=expected * mean if mean is not None else None))
-    differences = None if variants else compare(
-        definitions.t0, published or published_definitions(), mixture)
-    return Plan(mixture, total, examples, basis, tasks, tokens.describe(), differences)
+    t0_part = definitions.part("t0")
+    differences = compare(t0_part, published or published_definitions(), mixture) if (
+        mixture in t0_part.mixtures) else None
+    return Plan(mixture, total, examples, basis, tasks, tokens.describe(), rule.rate_rule,
+                differences)
 
 
 def compare(current: t0.T0Definitions, published: t0.T0Definitions, mixture: str) -> Differences:
@@ -160,13 +162,17 @@ def compare(current: t0.T0Definitions, published: t0.T0Definitions, mixture: str
     return Differences(
         added=[name for name in now if name not in set(then)],
         removed=[name for name in then if name not in set(now)],
-        rate_changed=[{"task": name, "published": published.rate(mixture, name),
-                       "current": current.rate(mixture, name)}
+        rate_changed=[{"task": name, "published": _rate(published, mixture, name),
+                       "current": _rate(current, mixture, name)}
                       for name in common
-                      if current.rate(mixture, name) != published.rate(mixture, name)],
+                      if _rate(current, mixture, name) != _rate(published, mixture, name)],
         template_changed=[name for name in common
                           if _template_text(current, name) != _template_text(published, name)],
     )
+
+
+def _rate(definitions: t0.T0Definitions, mixture: str, task: str) -> int | None:
+    return definitions.mixtures[mixture].rate(definitions.tasks[task])
 
 
 def _template_text(definitions: t0.T0Definitions, task: str) -> tuple[str, str | None]:
@@ -216,8 +222,7 @@ def format_plan(result: Plan) -> str:
 def _format_differences(result: Plan) -> str:
     diff = result.differences
     if diff is None:
-        return ("a few-shot mixture: T0's tasks, each task's T0 rate split over its variants "
-                "by the settings' ratio")
+        return f"rates: {result.rate_rule} (not one of T0's published mixtures)"
     if not diff:
         return f"matches T0's published {result.mixture}"
     lines = [f"differences from T0's published {result.mixture}:"]

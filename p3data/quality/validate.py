@@ -22,10 +22,11 @@ from typing import Any
 from p3data.datasets.errors import SourceError
 from p3data.datasets.schema import RowChecker
 from p3data.datasets.stores import MirrorStore
-from p3data.fewshot import AnySpec, FewshotPrompter, FewshotStats, VariantSpec, variant_name
+from p3data.fewshot import FewshotPrompter, FewshotStats, VariantSpec, variant_name
 from p3data.fewshot.stats import STATS_COLUMNS, STATS_LEGEND
 from p3data.quality.common import TokenCounter, read_batches, variant_prompter
 from p3data.tables import text_table
+from p3data.taskset import TaskDef
 from p3data.templates import NO_LABEL, DatasetRenderer, Dropped, Outcome, Rendered
 from p3data.templates.render import NO_SEPARATOR
 
@@ -129,7 +130,7 @@ class Validation:
 
 
 def validate(
-    specs: Sequence[AnySpec],
+    specs: Sequence[TaskDef],
     root: str,
     tokens: TokenCounter,
     *,
@@ -141,7 +142,7 @@ def validate(
     train), score-eval twins through their base on `split` (default validation)."""
     reports: dict[tuple[str, str], TaskSplitValidation] = {}
     groups: dict[tuple[tuple[str, str | None], str],
-                 list[tuple[AnySpec, TaskSplitValidation]]] = {}
+                 list[tuple[TaskDef, TaskSplitValidation]]] = {}
     for spec in specs:
         task_split = split or (EVAL_SPLIT if spec.score_eval else TRAIN_SPLIT)
         name = _validated_as(spec)
@@ -162,7 +163,7 @@ def validate(
                       tokens.describe(), lengths)
 
 
-def _validated_as(spec: AnySpec) -> str:
+def _validated_as(spec: TaskDef) -> str:
     """The task whose rows stand for `spec`'s: a twin's base (its variant's, for a variant)."""
     if isinstance(spec, VariantSpec):
         return variant_name(spec.base.base_name, spec.shots, spec.settings.label)
@@ -170,12 +171,12 @@ def _validated_as(spec: AnySpec) -> str:
 
 
 def _validate_split(
-    members: list[tuple[AnySpec, TaskSplitValidation]], root: str, source_split: str, *,
+    members: list[tuple[TaskDef, TaskSplitValidation]], root: str, source_split: str, *,
     tokens: TokenCounter, lengths: Lengths, max_rows: int | None,
 ) -> None:
     """One pass over a dataset split for all of its selected templates."""
     renderer = DatasetRenderer({spec.template.name: spec.template for spec, _ in members}.values())
-    by_name: dict[str, list[tuple[AnySpec, TaskSplitValidation]]] = {}
+    by_name: dict[str, list[tuple[TaskDef, TaskSplitValidation]]] = {}
     for spec, report in members:
         by_name.setdefault(spec.template.name, []).append((spec, report))
         if spec.template.name in renderer.broken:

@@ -25,9 +25,9 @@ from typing import Any, Self
 import msgspec
 import numpy as np
 
-from p3data import t0
 from p3data.errors import P3DataError
 from p3data.read.reader import CacheReader, open_cache
+from p3data.taskset import RATE_SPLIT, MixtureDef, TaskDef, TaskSet, load_definitions
 
 STATE_VERSION = 1
 _LOG = logging.getLogger(__name__)
@@ -171,14 +171,15 @@ class MixtureSampler:
 def mixture_sampler(cache: CacheReader | str | os.PathLike, mixture: str, split: str = "train", *,
                     seed: int, shuffle: bool = True, task_key: str | None = None,
                     allow_missing: bool = False,
-                    definitions: t0.T0Definitions | None = None) -> MixtureSampler:
-    """A `MixtureSampler` over T0's `mixture` as `seqio.MixtureRegistry` has it, reading the
-    tasks' `split` from `cache` (a `CacheReader` or its path): the tasks whose definition has
-    the split (seqio skips the others), rated by the mixture's rule (`t0.MixtureSpec.rate`).
-    A task the cache lacks is an error naming it, unless `allow_missing`: then the mixture is
-    sampled over the tasks it holds, with a warning."""
+                    definitions: TaskSet | None = None) -> MixtureSampler:
+    """A `MixtureSampler` over `mixture` (any of `p3data.load_definitions()`: T0's, the
+    few-shot ones) as `seqio.MixtureRegistry` has it, reading the tasks' `split` from `cache`
+    (a `CacheReader` or its path): the tasks whose definition has the split (seqio skips the
+    others), rated by the mixture's rule (`MixtureDef.rate`). A task the cache lacks is an
+    error naming it, unless `allow_missing`: then the mixture is sampled over the tasks it
+    holds, with a warning."""
     reader = cache if isinstance(cache, CacheReader) else open_cache(os.fspath(cache))
-    definitions = definitions or t0.load_definitions()
+    definitions = definitions or load_definitions()
     spec = definitions.mixture(mixture)
     wanted = [name for name in spec.tasks if split in definitions.tasks[name].split_mapping]
     if not wanted:
@@ -198,14 +199,14 @@ def mixture_sampler(cache: CacheReader | str | os.PathLike, mixture: str, split:
                           shuffle=shuffle, task_key=task_key)
 
 
-def _rate(reader: CacheReader, spec: t0.MixtureSpec, task: t0.TaskSpec) -> int:
+def _rate(reader: CacheReader, spec: MixtureDef, task: TaskDef) -> float:
     if spec.rate_by_cap:
         return spec.rate(task)
-    if t0.RATE_SPLIT not in reader.splits(task.name):
-        raise P3DataError(f"{reader.folder(task.name)}: no {t0.RATE_SPLIT!r} split, whose examples "
+    if RATE_SPLIT not in reader.splits(task.name):
+        raise P3DataError(f"{reader.folder(task.name)}: no {RATE_SPLIT!r} split, whose examples "
                           f"rate the task in {spec.name} (seqio's mixing_rate_num_examples "
                           "fails on it too); give a MixtureSampler rates of your own")
-    return spec.rate(task, len(reader.split(task.name, t0.RATE_SPLIT)))
+    return spec.rate(task, len(reader.split(task.name, RATE_SPLIT)))
 
 
 def _names(names: Sequence[str], shown: int = 10) -> str:

@@ -15,7 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
-from p3data import fs, t0
+from p3data import fs
 from p3data.errors import P3DataError
 from p3data.fewshot import FewshotStats
 from p3data.format import layout
@@ -25,6 +25,7 @@ from p3data.format.features import INPUTS, TARGETS
 from p3data.format.manifest import Manifest, ManifestError, SplitRecord, read_manifest
 from p3data.format.tfrecord import CorruptRecordError, read_records
 from p3data.quality.validate import Lengths
+from p3data.taskset import RATE_SPLIT, MixtureDef, TaskSet
 from p3data.templates.render import RENDER_ERROR
 
 _INPUTS, _TARGETS = INPUTS.encode(), TARGETS.encode()
@@ -78,10 +79,10 @@ class TaskReport:
 
 @dataclass(frozen=True)
 class MixtureShare:
-    """A T0 mixture restricted to the cached tasks; shares are of the cached tasks' total."""
+    """A mixture restricted to the cached tasks; shares are of the cached tasks' total."""
 
-    spec: t0.MixtureSpec
-    rates: dict[str, int | None]  # cached task -> rate (None: no train split to count)
+    spec: MixtureDef
+    rates: dict[str, float | None]  # cached task -> rate (None: no train split to count)
 
     @property
     def name(self) -> str:
@@ -96,7 +97,7 @@ class MixtureShare:
         return len(self.rates) == self.defined_tasks
 
     @property
-    def total(self) -> int:
+    def total(self) -> float:
         return sum(rate or 0 for rate in self.rates.values())
 
     def share(self, task: str) -> float:
@@ -146,7 +147,7 @@ class CacheReport:
 
 
 def collect(root: str, *, split: str | None, lengths: Lengths, max_records: int,
-            definitions: t0.T0Definitions) -> CacheReport:
+            definitions: TaskSet) -> CacheReport:
     """Everything the report shows, read from the cache at `root`, with token lengths of
     `split` (None: train, if the tasks have it). A split no task has is an error naming the
     ones they have. A task folder that cannot be read is a problem of its own: the report
@@ -244,14 +245,14 @@ def example_lengths(record: bytes) -> tuple[int, int]:
     return found[_INPUTS], found[_TARGETS]
 
 
-def mixture_shares(definitions: t0.T0Definitions,
+def mixture_shares(definitions: TaskSet,
                    tasks: Sequence[TaskReport]) -> list[MixtureShare]:
-    """Every T0 mixture with a cached task, each task rated by the mixture's own rule over
-    the examples its cache holds; complete mixtures first."""
+    """Every mixture of the task set with a cached task, each task rated by the mixture's own
+    rule over the examples its cache holds; complete mixtures first."""
     cached = {task.task: task for task in tasks}
     shares = []
     for mixture in definitions.mixtures.values():
-        rates = {name: mixture.rate(definitions.tasks[name], cached[name].examples(t0.RATE_SPLIT))
+        rates = {name: mixture.rate(definitions.tasks[name], cached[name].examples(RATE_SPLIT))
                  for name in mixture.tasks if name in cached}
         if rates:
             shares.append(MixtureShare(mixture, rates))

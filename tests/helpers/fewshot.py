@@ -24,6 +24,7 @@ from p3data.fewshot import (
     pool_source,
 )
 from p3data.fewshot.pool import id_count
+from p3data.taskset import TaskSet
 from p3data.templates import DatasetRenderer, Rendered, TemplateCollection
 from p3data.tokenize import Tokenizer
 from p3data.vocab import EXTRA_IDS, SAMPLE_VOCAB
@@ -42,6 +43,12 @@ def templates() -> TemplateCollection:
 @functools.cache
 def definitions() -> t0.T0Definitions:
     return t0.define(catalog(), templates())
+
+
+@functools.cache
+def taskset() -> TaskSet:
+    """`definitions()` as the task set's collection `t0`."""
+    return TaskSet().adding("t0", definitions())
 
 
 def new_tokenizer() -> Tokenizer:

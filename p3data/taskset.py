@@ -1,0 +1,234 @@
+"""Every task and mixture p3data defines, as one set: one lookup by name, one `select`.
+
+Each command and the public API (`p3data.load_definitions`) choose tasks here, so a mixture
+that one of them knows, all of them know. The set is made of collections: a collection is a
+module that contributes task specs and mixtures (T0's tasks in `p3data.t0`, their few-shot
+variants in `p3data.fewshot`), found through the `p3data.collections` entry points, so that a
+new collection, p3data's or a user's package, is added without editing this module. A
+collection may build on others' tasks (`requires`): the variants are T0's tasks, re-prompted.
+
+Pure data: no seqio, no rows, no vocabulary. What a task spec and a mixture must offer is
+stated by `TaskDef` and `MixtureDef`; registering them in seqio is `p3data.registry`'s job.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from p3data.errors import NotFoundError, P3DataError
+
+if TYPE_CHECKING:
+    from p3data.datasets.catalog import DatasetEntry
+    from p3data.templates import Template
+
+ENTRY_POINTS = "p3data.collections"
+# A mixture weighed by examples counts a task's examples in this split, whichever split the
+# mixture is read from: seqio's `mixing_rate_num_examples` does.
+RATE_SPLIT = "train"
+LISTED_BY = "p3data list"  # where the known task names are listed, and the mixtures' names
+MIXTURES_LISTED_BY = "p3data list --mixtures"
+
+
+class TaskDef(Protocol):
+    """What every task spec offers the builder, the registry and the commands."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def entry(self) -> DatasetEntry: ...
+
+    @property
+    def template(self) -> Template: ...
+
+    @property
+    def split_mapping(self) -> dict[str, str]: ...  # task split -> source split
+
+    @property
+    def score_eval(self) -> bool: ...
+
+    @property
+    def cap(self) -> int: ...  # the task's training rate in mixtures weighed by caps
+
+
+class MixtureDef(Protocol):
+    """A mixture: its tasks, and the one rule that weighs them (`rate`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tasks(self) -> tuple[str, ...]: ...
+
+    @property
+    def rate_by_cap(self) -> bool: ...  # else weighed by the examples of each task's cache
+
+    @property
+    def rate_rule(self) -> str: ...  # the rule, said for people
+
+    def share(self, task: TaskDef) -> float: ...  # the task's share of what the rule gives
+
+    def rate(self, task: TaskDef, examples: int | None = None) -> float | None: ...
+
+
+class Part(Protocol):
+    """What a collection contributes."""
+
+    @property
+    def tasks(self) -> Mapping[str, TaskDef]: ...
+
+    @property
+    def mixtures(self) -> Mapping[str, MixtureDef]: ...
+
+
+class Collection(Protocol):
+    """A module's tasks and mixtures, defined over the collections it `requires`."""
+
+    name: str
+    requires: tuple[str, ...]
+
+    def define(self, base: TaskSet) -> Part: ...
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """A collection's tasks and mixtures, when it has nothing else to say (`Part`)."""
+
+    tasks: dict[str, TaskDef] = field(default_factory=dict)
+    mixtures: dict[str, MixtureDef] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskSet:
+    """Tasks and mixtures by name, and each collection's part (`part`), in loading order."""
+
+    tasks: dict[str, TaskDef] = field(default_factory=dict)
+    mixtures: dict[str, MixtureDef] = field(default_factory=dict)
+    parts: dict[str, Part] = field(default_factory=dict)
+
+    def part(self, collection: str) -> Part:
+        """What `collection` contributed (e.g. `"t0"`: `t0.T0Definitions`)."""
+        if collection not in self.parts:
+            raise NotFoundError.unknown("collection", collection, self.parts)
+        return self.parts[collection]
+
+    def task(self, name: str) -> TaskDef:
+        """The task called `name`, or the one error for a task that is not defined (saying
+        so when `name` is a mixture's)."""
+        spec = self.tasks.get(name)
+        if spec is not None:
+            return spec
+        if name in self.mixtures:
+            raise NotFoundError(f"{name!r} is a mixture, not a task; its tasks: "
+                                f"p3data list --mixture {name}")
+        raise NotFoundError.unknown("task", name, self.tasks, listed_by=LISTED_BY)
+
+    def mixture(self, name: str) -> MixtureDef:
+        """The mixture called `name`, or the one error for a mixture that is not defined."""
+        spec = self.mixtures.get(name)
+        if spec is None:
+            raise NotFoundError.unknown("mixture", name, self.mixtures,
+                                        listed_by=MIXTURES_LISTED_BY, setting="tasks")
+        return spec
+
+    def mixture_tasks(self, name: str) -> list[TaskDef]:
+        """The tasks of a mixture, in the mixture's order."""
+        return [self.tasks[task] for task in self.mixture(name).tasks]
+
+    def rate(self, mixture: str, task: str, examples: int | None = None) -> float | None:
+        """`MixtureDef.rate` of one task of one mixture, by name."""
+        return self.mixture(mixture).rate(self.task(task), examples)
+
+    def select(self, mixtures: Sequence[str] = (),
+               patterns: Sequence[str] = ()) -> list[TaskDef]:
+        """The tasks of the given mixtures, narrowed (or, without mixtures, chosen among all)
+        by regexes that must match whole task names, as seqio's `--tasks` does; by name."""
+        if not mixtures and not patterns:
+            raise P3DataError("no tasks chosen: name mixtures or task patterns",
+                              setting="tasks")
+        names = (list(dict.fromkeys(t for name in mixtures for t in self.mixture(name).tasks))
+                 if mixtures else list(self.tasks))
+        if patterns:
+            names = matching(names, patterns)
+        if not names:
+            where = f" in {', '.join(mixtures)}" if mixtures else ""
+            raise P3DataError(f"no task{where} fully matches {' or '.join(patterns)}",
+                              setting="tasks")
+        return [self.tasks[name] for name in sorted(names)]
+
+    def adding(self, collection: str, part: Part) -> TaskSet:
+        """This set with `part` of `collection` added; a name defined twice is an error."""
+        for kind, mine, theirs in (("task", self.tasks, part.tasks),
+                                   ("mixture", self.mixtures, part.mixtures)):
+            if twice := next((name for name in theirs if name in mine), None):
+                owner = next(c for c, p in self.parts.items()
+                             if twice in getattr(p, f"{kind}s"))
+                raise P3DataError(f"the {kind} {twice!r} is defined by the collections "
+                                  f"{owner!r} and {collection!r}; rename one of them")
+        return TaskSet({**self.tasks, **part.tasks}, {**self.mixtures, **part.mixtures},
+                       {**self.parts, collection: part})
+
+
+def matching(names: Iterable[str], patterns: Sequence[str]) -> list[str]:
+    """The names that some regex of `patterns` matches whole, as seqio's `--tasks` does."""
+    try:
+        compiled = [re.compile(pattern) for pattern in patterns]
+    except re.error as err:
+        raise P3DataError(f"a task pattern is not a regular expression: {err}",
+                          setting="task_pattern") from None
+    return [name for name in names if any(c.fullmatch(name) for c in compiled)]
+
+
+def installed_collections() -> dict[str, Collection]:
+    """The collections installed p3data and other packages declare, by name."""
+    found = {point.name: point for point in importlib.metadata.entry_points(group=ENTRY_POINTS)}
+    if not found:
+        raise P3DataError(f"no task collections are installed (entry points {ENTRY_POINTS!r}): "
+                          "p3data's package metadata is missing; reinstall p3data "
+                          "(pip install p3data, or pip install -e . in a source tree)")
+    return {name: point.load() for name, point in sorted(found.items())}
+
+
+def in_order(collections: Mapping[str, Collection],
+             wanted: Iterable[str] | None = None) -> list[Collection]:
+    """`wanted` (default: all) and what they require, each after what it requires."""
+    ordered: list[Collection] = []
+
+    def visit(name: str, chain: tuple[str, ...]) -> None:
+        if name in chain:
+            loop = " -> ".join((*chain, name))
+            raise P3DataError(f"task collections require each other: {loop}")
+        if any(c.name == name for c in ordered):
+            return
+        if name not in collections:
+            raise NotFoundError.unknown("collection", name, collections)
+        for required in collections[name].requires:
+            visit(required, (*chain, name))
+        ordered.append(collections[name])
+
+    for name in collections if wanted is None else wanted:
+        visit(name, ())
+    return ordered
+
+
+def define(collections: Iterable[Collection]) -> TaskSet:
+    """The task set of `collections`, each defined over those before it."""
+    taskset = TaskSet()
+    for collection in collections:
+        taskset = taskset.adding(collection.name, collection.define(taskset))
+    return taskset
+
+
+def load_definitions(collections: Iterable[str] | None = None) -> TaskSet:
+    """Every task and mixture p3data defines (or those of the named `collections`, and what
+    they require), over the catalog and templates in effect (`P3DATA_CATALOG` and
+    `P3DATA_TEMPLATE_DIRS` included), as data: `.tasks` maps a task name to its spec (dataset,
+    template, splits, rate cap), `.mixtures` a mixture name to its spec; `.task(name)` and
+    `.mixture(name)` look one up or raise `NotFoundError` naming close matches; `.select`
+    chooses as `p3data cache --mixture/--tasks` does. Reads package data only: no rows, no
+    vocabulary, no seqio."""
+    return define(in_order(installed_collections(), collections))
