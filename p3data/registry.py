@@ -175,14 +175,18 @@ def register_spec(spec: TaskDef, data_dir: str | os.PathLike | None = None) -> s
     return register_task(spec, data_dir)
 
 
-def register_definitions(definitions: TaskSet,
+def register_definitions(definitions: TaskSet, *, collections: Iterable[str] | None = None,
                          data_dir: str | os.PathLike | None = None) -> None:
-    """Every task and mixture of `definitions` (e.g. `p3data.taskset.load_definitions()`)."""
+    """Every task and mixture of `definitions` (e.g. `p3data.taskset.load_definitions()`), or
+    those the named `collections` contributed (the others registered already, or not wanted)."""
+    parts = [definitions.part(name) for name in collections or definitions.parts]
     with _collection_paused():
-        for spec in definitions.tasks.values():
-            register_spec(spec, data_dir)
-        for mixture in definitions.mixtures.values():
-            register_mixture_spec(mixture, definitions.tasks)
+        for part in parts:
+            for spec in part.tasks.values():
+                register_spec(spec, data_dir)
+        for part in parts:
+            for mixture in part.mixtures.values():
+                register_mixture_spec(mixture, definitions.tasks)
 
 
 def _shared_rate(task: seqio.Task, share: float) -> float:

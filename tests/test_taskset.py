@@ -134,6 +134,18 @@ def test_a_collection_adds_tasks_and_mixtures_and_a_name_twice_is_one_line():
         in_order(loop)
 
 
+def test_a_collection_registers_in_seqio_beside_t0s(t0_tasks):
+    import seqio
+
+    from p3data.registry import register_definitions
+
+    taskset = define(in_order({**installed_collections(), "toy": Toy(task_name="toy_reg")},
+                              ["toy"]))
+    register_definitions(taskset, collections=["toy"])  # T0's are registered already
+    mixture = seqio.get_mixture_or_task("toy_mix")
+    assert [(task.name, mixture.get_rate(task)) for task in mixture.tasks] == [("toy_reg", 7)]
+
+
 TOY_MODULE = '''
 from p3data.t0 import MixtureSpec
 from p3data.taskset import Contribution

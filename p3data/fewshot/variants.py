@@ -110,6 +110,8 @@ class VariantMixture:
     def rate_rule(self) -> str:
         rule = MixtureSpec.RATE_RULE_BY_CAP if self.rate_by_cap else (
             MixtureSpec.RATE_RULE_BY_EXAMPLES)
+        if len(self.settings.shots) == 1:
+            return rule
         return f"{rule}, split over each task's variants by the settings' ratio"
 
     def share(self, variant: VariantSpec) -> float:

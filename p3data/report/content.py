@@ -18,7 +18,7 @@ COUNT_HEADER = ("Task", "Split", "Rows read", "Rows kept", "Dropped", "Errors", 
 LENGTH_HEADER = ("Task", "Sampled", "Input p50", "Input p95", "Input max", "Target+EOS p50",
                  "Target+EOS p95", "Target+EOS max", "Inputs cut %", "Targets cut %")
 SHARE_HEADER = ("Task", "Dataset", "Rate", "Share %")
-MIXTURE_HEADER = ("Mixture", "Tasks cached", "Tasks in T0", "Rate", "Total rate",
+MIXTURE_HEADER = ("Mixture", "Tasks cached", "Tasks defined", "Rate", "Total rate",
                   "Examples cut %")
 DROPPED_HEADER = ("Task", "Split", "Reason", "Rows")
 REASON_HEADER = ("Reason", "Tasks", "Rows")
