@@ -133,7 +133,7 @@ def plan_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummary 
         render_errors=dropped.pop(RENDER_ERROR, 0), dropped=dropped,
         errors=[e for m in metas for e in m.errors][:work.MAX_ERRORS_KEPT],
         schema=_sum_dicts(m.schema for m in metas), stats={}, num_shards=0, files={},
-        fewshot=_fewshot_stats(info, metas))
+        fewshot=_fewshot_stats(info, metas), pool=info.pools.get(split))
     if reason := _verdict(config, info, split, record):
         return SplitSummary(split, failed=reason)
     stats = {"examples": sum(m.examples for m in metas)}

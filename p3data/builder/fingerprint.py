@@ -13,7 +13,7 @@ from p3data import __version__
 from p3data.builder.pools import fewshot_record
 from p3data.fewshot import VariantSpec
 from p3data.fewshot.pool import POOL_FILES
-from p3data.format.manifest import FORMAT_VERSION
+from p3data.format.manifest import EXEMPLARS, FORMAT_VERSION, PoolRef
 from p3data.taskset import TaskDef
 from p3data.templates import Template
 
@@ -53,3 +53,14 @@ def pool_fingerprint(config: CacheConfig, spec: VariantSpec, split: str,
                "rows": identity, "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
                "seed": config.seed, "files": POOL_FILES}  # a pool of other files is rebuilt
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+
+
+def exemplar_pool(config: CacheConfig, spec: TaskDef, source: dict) -> PoolRef | None:
+    """The pool a variant's task split draws from, from the split's `sources` entry (None: it
+    shows no exemplars): what its manifest records, and the pool the build makes."""
+    if (exemplars := source.get(EXEMPLARS)) is None:
+        return None
+    assert isinstance(spec, VariantSpec)
+    split = exemplars["split"]
+    rows = {key: value for key, value in exemplars.items() if key != "split"}
+    return PoolRef(split, pool_fingerprint(config, spec, split, rows))

@@ -18,17 +18,20 @@ from __future__ import annotations
 import hashlib
 import json
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from p3data import fs, t0
 from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE
-from p3data.builder.fingerprint import canonical_json, pool_fingerprint, task_fingerprint
+from p3data.builder.fingerprint import canonical_json, exemplar_pool, task_fingerprint
 from p3data.builder.pools import (
+    Listed,
     PoolSpec,
     PoolUnit,
     VariantOutput,
+    exemplar_rows,
     exemplar_split,
+    pool_refusal,
     pool_units,
     variant_sources,
 )
@@ -41,8 +44,10 @@ from p3data.fewshot import VariantSpec, pool_source
 from p3data.format import layout
 from p3data.format.cache_folder import is_complete, splits_present
 from p3data.format.manifest import (
+    EXEMPLARS,
     Manifest,
     ManifestError,
+    PoolRef,
     SplitRecord,
     read_manifest,
 )
@@ -146,6 +151,7 @@ class TaskInfo:
     kept: dict[str, SplitRecord] = field(default_factory=dict)  # split -> its record as kept
     present: tuple[str, ...] = ()  # the files its folder held when planned
     summaries: tuple[str, ...] = ()  # splits an earlier run of it left a summary of
+    pools: dict[str, PoolRef] = field(default_factory=dict)  # split to build -> its exemplars
 
 
 @dataclass
@@ -198,13 +204,14 @@ def _earlier_build(config: CacheConfig, spec: TaskDef, folder: str) -> Manifest 
 
 
 def plan_task(config: CacheConfig, spec: TaskDef, sources: dict[str, dict],
-              shard_counts: dict[str, int], *, listing: dict[str, list[str]] | None = None
-              ) -> TaskInfo | str | None:
+              shard_counts: dict[str, int], *, listing: dict[str, list[str]] | None = None,
+              exemplars: Mapping[str, dict] | None = None) -> TaskInfo | str | None:
     """What a run asked to build these splits of a task (`sources`: the identity of each one's
     rows) does with its folder: None when it holds this very build; else the splits to build
     and those to keep as they are: every split not asked for, and those asked for that the
     same settings built from the same rows. A split not asked for that cannot be kept (built
-    with other settings, or not recorded) is never removed: the task fails, saying why.
+    with other settings, not recorded, or with exemplars from other rows than `exemplars`
+    says its pool split has now) is never removed nor kept: the task fails, saying why.
     `listing`: the output folder's files by folder (`fs.files_by_folder`), if listed."""
     folder = task_folder(config, spec.name)
     names = fs.files_in(folder) if listing is None else listing.get(folder, [])
@@ -218,6 +225,12 @@ def plan_task(config: CacheConfig, spec: TaskDef, sources: dict[str, dict],
         return (f"{folder} holds its {', '.join(lost)} split{'s' * (len(lost) > 1)}, built with "
                 "other settings or not recorded in its manifest, which building only "
                 f"{', '.join(sources)} would lose: run without --splits to rebuild every split")
+    if stale := [split for split in others if split in (exemplars or {}) and canonical_json(
+            recorded.get(split, {}).get(EXEMPLARS)) != canonical_json(exemplars[split])]:
+        return (f"{folder} holds its {', '.join(stale)} split{'s' * (len(stale) > 1)}, whose "
+                f"exemplars came from rows of {exemplars[stale[0]]['split']!r} that have changed "
+                "since (kept, its prompts would show exemplars no longer in the pool): add "
+                + " ".join(f"--splits {split}" for split in stale))
     kept = {split: keepable[split] for split in order if split in others or (
         split in sources and split in keepable
         and canonical_json(recorded.get(split)) == canonical_json(sources[split]))}
@@ -229,8 +242,9 @@ def plan_task(config: CacheConfig, spec: TaskDef, sources: dict[str, dict],
     build = tuple(split for split in sources if split not in kept)
     summaries = tuple(split for split in build if listing is None or _listed(
         config.workdir.split_summary(spec.name, split), listing))
+    pools = {s: pool for s in build if (pool := exemplar_pool(config, spec, every[s]))}
     return TaskInfo(spec, fingerprint, build, {s: shard_counts[s] for s in build}, every, kept,
-                    tuple(sorted(names)), summaries)
+                    tuple(sorted(names)), summaries, pools)
 
 
 def task_folder(config: CacheConfig, task: str) -> str:
@@ -291,16 +305,19 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
             if (pool_split := exemplar_split(spec, split)) is not None:
                 users.setdefault((spec.entry.key, pool_split), []).append(spec)
     listing = fs.files_by_folder(config.output_dir)
-    listed = _list_splits(config, users, plan)
+    listed, unlisted = _list_splits(config, users, plan)
     for spec in specs:
-        if spec.name in plan.failed:
-            continue
         reads = {s: (spec.entry.key, spec.split_mapping[s]) for s in wanted[spec.name]}
+        variant = isinstance(spec, VariantSpec)
+        if why := next((unlisted[k] for k in reads.values() if k in unlisted), None) or (
+                variant and pool_refusal(spec, wanted[spec.name], listed, unlisted)):
+            plan.failed[spec.name] = why
+            continue
         sources = {s: listed[k][1] for s, k in reads.items()}
-        if isinstance(spec, VariantSpec):
-            sources = variant_sources(spec, sources, {k: v[1] for k, v in listed.items()})
-        info = plan_task(config, spec, sources, {s: len(listed[k][0]) for s, k in reads.items()},
-                         listing=listing)
+        exemplars = exemplar_rows(spec, listed) if variant else {}
+        info = plan_task(config, spec, variant_sources(sources, exemplars),
+                         {s: len(listed[k][0]) for s, k in reads.items()}, listing=listing,
+                         exemplars=exemplars)
         if info is None:
             plan.done.append(spec.name)
         elif isinstance(info, str):
@@ -312,7 +329,7 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
         outputs = tuple(
             TaskOutput(spec.name, split, spec.template, spec.score_eval,
                        plan.tasks[spec.name].fingerprint,
-                       _variant_output(config, spec, split, listed)
+                       _variant_output(spec, split, plan.tasks[spec.name], listed)
                        if isinstance(spec, VariantSpec) else None)
             for spec, split in pairs
             if spec.name in plan.tasks and split in plan.tasks[spec.name].splits)
@@ -329,10 +346,11 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
 
 
 def _list_splits(config: CacheConfig, users: dict[tuple[DatasetKey, str], list[TaskDef]],
-                 plan: CachePlan) -> dict[tuple[DatasetKey, str], tuple[list[Shard], dict]]:
-    """The shards and the identity of each dataset split some task reads; a split that cannot
-    be listed fails the tasks that read it."""
+                 plan: CachePlan) -> tuple[Listed, dict[tuple[DatasetKey, str], str]]:
+    """The shards and the identity of each dataset split some task reads, and why each split
+    that cannot be listed could not (it fails the tasks that read it)."""
     listed: dict[tuple[DatasetKey, str], tuple[list[Shard], dict]] = {}
+    unlisted: dict[tuple[DatasetKey, str], str] = {}
     for (key, source_split), readers in users.items():
         try:
             store = open_store(readers[0].entry, config.data_dir, config.rows_per_shard,
@@ -348,19 +366,16 @@ def _list_splits(config: CacheConfig, users: dict[tuple[DatasetKey, str], list[T
             plan.tracebacks.append(text)
         else:
             continue
-        for spec in readers:
-            plan.failed.setdefault(spec.name, reason)
-    return listed
+        unlisted[key, source_split] = reason
+    return listed, unlisted
 
 
-def _variant_output(config: CacheConfig, spec: VariantSpec, split: str,
-                    listed: dict[tuple[DatasetKey, str], tuple[list[Shard], dict]]
+def _variant_output(spec: VariantSpec, split: str, info: TaskInfo, listed: Listed
                     ) -> VariantOutput:
     pool = None
-    if (pool_split := exemplar_split(spec, split)) is not None:
-        shards, identity = listed[(spec.entry.key, pool_split)]
-        pool = PoolSpec(spec.entry, pool_split, spec.template, spec.settings,
-                        pool_fingerprint(config, spec, pool_split, identity), len(shards))
+    if (ref := info.pools.get(split)) is not None:
+        pool = PoolSpec(spec.entry, ref.split, spec.template, spec.settings, ref.fingerprint,
+                        len(listed[spec.entry.key, ref.split][0]))
     return VariantOutput(spec.shots, spec.settings, spec.draw_task,
                          pool_source(spec.base, split), pool)
 

@@ -10,24 +10,27 @@ shared by every variant and split that draws from it. It lives in the work folde
 
 Its fingerprint covers the pool split's rows, the template, the separators, the vocabulary and
 the templates' seed, so a rerun reuses exactly the pools of the same inputs. A variant split's
-`sources` entry names the pool's rows too (`with_exemplars`): new train rows rebuild the
-validation split that draws from them.
+`sources` entry names the pool's rows too (`EXEMPLARS`): new train rows rebuild the validation
+split that draws from them when it is built, and a run that would keep it as it is refuses
+(`plan.plan_task`). A pool split that is missing or empty fails the variants that draw from it
+before any work (`pool_refusal`), as an empty split fails a T0 task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from p3data import fs
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.shards import Shard
-from p3data.fewshot import FewshotSettings, PoolSource, VariantSpec, pool_source
+from p3data.fewshot import FewshotSettings, PoolSource, VariantSpec, pool_source, variant_name
+from p3data.format.manifest import EXEMPLARS
 from p3data.format.work import WorkDir
 from p3data.templates import Template
 
-EXEMPLARS = "exemplars"  # the key of a variant split's pool rows in its `sources` entry
+Listed = Mapping[tuple[DatasetKey, str], tuple[list[Shard], dict]]  # a split's shards, identity
 
 
 @dataclass(frozen=True)
@@ -89,17 +92,45 @@ def exemplar_split(spec: VariantSpec, split: str) -> str | None:
     return pool_source(spec.base, split).split if spec.shots else None
 
 
-def variant_sources(spec: VariantSpec, sources: dict[str, dict],
-                    identities: Mapping[tuple[DatasetKey, str], dict]) -> dict[str, dict]:
-    """A variant's `sources` (task split -> its rows' identity), each with its exemplars'
-    split and rows (`identities`: of each dataset split, listed)."""
-    with_exemplars = {}
-    for split, identity in sources.items():
+def exemplar_rows(spec: VariantSpec, listed: Listed) -> dict[str, dict]:
+    """Each task split's exemplars' rows as its `sources` entry records them (`EXEMPLARS`),
+    for every task split with exemplars whose pool split is `listed`."""
+    rows = {}
+    for split in spec.split_mapping:
         pool_split = exemplar_split(spec, split)
-        with_exemplars[split] = identity if pool_split is None else {
-            **identity, EXEMPLARS: {"split": pool_split,
-                                    **identities[spec.entry.key, pool_split]}}
-    return with_exemplars
+        if pool_split is not None and (spec.entry.key, pool_split) in listed:
+            rows[split] = {"split": pool_split, **listed[spec.entry.key, pool_split][1]}
+    return rows
+
+
+def variant_sources(sources: dict[str, dict], exemplars: Mapping[str, dict]) -> dict[str, dict]:
+    """A variant's `sources` (task split -> its rows' identity), each with its exemplars' rows
+    (`exemplar_rows`)."""
+    return {split: {**identity, EXEMPLARS: exemplars[split]} if split in exemplars else identity
+            for split, identity in sources.items()}
+
+
+def pool_refusal(spec: VariantSpec, splits: Sequence[str], listed: Listed,
+                 unlisted: Mapping[tuple[DatasetKey, str], str]) -> str | None:
+    """Why a variant cannot draw exemplars for these task splits (None: it can): their pool
+    split, another split than the query's, is missing (`unlisted`: why it could not be listed)
+    or has no rows. An empty query split fails as a T0 task's does, when it is assembled."""
+    for split in splits:
+        pool_split = exemplar_split(spec, split)
+        if pool_split is None or pool_split == spec.split_mapping[split]:
+            continue
+        key, catalog = (spec.entry.key, pool_split), spec.entry.splits.get(pool_split)
+        if key in unlisted:
+            problem = f"cannot be read ({unlisted[key]})"
+        elif not sum(shard.stop - shard.start for shard in listed[key][0]):
+            problem = "has no rows" + (f" (the catalog lists {catalog:,}); check the data "
+                                       "files" if catalog else "")
+        else:
+            continue
+        zero_shot = variant_name(spec.base.name, 0, spec.settings.label)
+        return (f"{split}: its exemplars' split {pool_split!r} {problem}; a {spec.shots}-shot "
+                f"prompt needs exemplars: for prompts without them, build {zero_shot}")
+    return None
 
 
 def fewshot_record(spec: VariantSpec) -> dict:

@@ -2,7 +2,10 @@
 from what, how rows fared, and the sha256 of every file the folder may hold. Typed and
 versioned: every reader goes through `read_manifest`, which refuses a version it does not know.
 A few-shot variant's manifest also records what made its prompts (`fewshot`) and, per split,
-its few-shot statistics; T0's tasks' manifests have neither key, as before.
+its few-shot statistics, the rows its exemplars were drawn from (`sources[split][EXEMPLARS]`)
+and, for a split with exemplars, the fingerprint of their pool (`pool`, added within format
+version 2: a manifest written before it reads as one without a pool recorded); T0's tasks'
+manifests have none of these keys, as before.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from p3data.format.layout import MANIFEST, dumps, is_shard
 # The version of what p3data writes (manifests, and the bytes of caches: fingerprints carry
 # it, so a new version rebuilds older caches). Bump it when either changes.
 FORMAT_VERSION = 2
+# A variant split's `sources` entry names its exemplars' rows too: {"split": ..., **identity}.
+EXEMPLARS = "exemplars"
 
 
 class ManifestError(P3DataError):
@@ -41,6 +46,15 @@ class VocabularyRecord:
 
 
 @dataclass(frozen=True)
+class PoolRef:
+    """The exemplar pool a variant split's prompts drew from: its split, and its fingerprint
+    (of the pool split's rows, the template, the separators, the vocabulary and the seed)."""
+
+    split: str
+    fingerprint: str
+
+
+@dataclass(frozen=True)
 class SplitRecord:
     rows_read: int
     rows_kept: int
@@ -52,6 +66,7 @@ class SplitRecord:
     num_shards: int
     files: dict[str, str]  # name -> sha256: the split's shards, info and stats
     fewshot: dict | None = None  # a variant's: `fewshot.FewshotStats.as_dict()`
+    pool: PoolRef | None = None  # a variant's with exemplars (not at 0 shots)
 
     @property
     def examples(self) -> int:
@@ -93,8 +108,9 @@ class Manifest:
     def to_json(self) -> str:
         data = msgspec.to_builtins(self)
         for record in [data, *data["splits"].values()]:  # T0's tasks: no few-shot keys
-            if record.get("fewshot", 0) is None:  # (a record listed twice is one dict)
-                del record["fewshot"]
+            for key in ("fewshot", "pool"):  # (a record listed twice is one dict)
+                if record.get(key, 0) is None:
+                    del record[key]
         return dumps(data)
 
 

@@ -3,7 +3,8 @@
 seqio reads a task folder once it holds COMPLETED and globs its shards loosely (any
 `<split>.tfrecord-*-of-*<N>` matches, temporaries included), so a complete task must hold
 exactly the files its manifest lists, each with the recorded sha256, sound TFRecord framing and
-the recorded count, and record indexes that hold their shards' record offsets. A cache is OK
+the recorded count, and record indexes that hold their shards' record offsets; a few-shot
+variant's splits must show exemplars of the pool split's rows the same build holds. A cache is OK
 when nothing at all is wrong; INCOMPLETE when a run is writing it or crashed (task folders
 without COMPLETED, the work dir, the lock) but every complete task is sound; FAILED when a
 complete task is not. `against` compares two builds file by file.
@@ -21,7 +22,13 @@ from p3data import fs
 from p3data.format import layout
 from p3data.format.cache_folder import is_complete, not_a_cache, scan
 from p3data.format.index import RecordIndexError, index_for, offsets_from_lengths, read_index
-from p3data.format.manifest import ManifestError, SplitRecord, read_manifest
+from p3data.format.manifest import (
+    EXEMPLARS,
+    Manifest,
+    ManifestError,
+    SplitRecord,
+    read_manifest,
+)
 from p3data.format.tfrecord import CorruptRecordError, read_records
 from p3data.lock import LOCK, Holder, describe_lock
 
@@ -82,6 +89,7 @@ def check_task(folder: str, names: list[str]) -> TaskCheck:
     for split, record in manifest.splits.items():
         check.listed.update(record.files)
         check.problems += _check_split(folder, split, record, names=names, lengths=lengths)
+    check.problems += _exemplar_problems(folder, manifest)
     for name in names:
         if name not in SEALS and name not in check.listed:
             _unlisted(check, name, lengths)
@@ -149,6 +157,42 @@ def _check_split(folder: str, split: str, record: SplitRecord, *, names: list[st
     lengths.update(sound)
     if records != examples:
         problems.append(f"{folder}: split {split} has {records} records, stats say {examples}")
+    return problems
+
+
+def _exemplar_problems(folder: str, manifest: Manifest) -> list[str]:
+    """A variant's splits that draw exemplars from one pool split must draw them from the rows
+    of it that the split built from those rows holds (or, without one, from the same rows as
+    each other): by the rows' identity in `sources`, and by the pool's fingerprint where both
+    record one (a manifest written before `pool` was recorded has none). A split kept as it
+    was while its pool split was rebuilt from new rows shows exemplars no longer in its pool."""
+    drawn: dict[str, list[tuple[str, dict, str | None]]] = {}  # pool split -> its users
+    for split, record in manifest.splits.items():
+        if (exemplars := manifest.sources.get(split, {}).get(EXEMPLARS)) is not None:
+            rows = {key: value for key, value in exemplars.items() if key != "split"}
+            pool = record.pool.fingerprint if record.pool else None
+            drawn.setdefault(exemplars["split"], []).append((split, rows, pool))
+    problems, path = [], fs.join(folder, layout.MANIFEST)
+    for source, users in drawn.items():
+        holder = next((split for split in manifest.splits
+                       if manifest.split_mapping.get(split) == source), None)
+        if holder is None:  # no split holds the pool split's rows: its users must agree
+            reference = users[0]
+        else:
+            rows = {k: v for k, v in manifest.sources.get(holder, {}).items() if k != EXEMPLARS}
+            reference = next((user for user in users if user[0] == holder), (holder, rows, None))
+        name, rows, pool = reference
+        for split, their_rows, their_pool in users:
+            if split == name or their_rows == rows and (their_pool == pool
+                                                         or None in (pool, their_pool)):
+                continue
+            detail = f" (pools {their_pool[:12]} and {pool[:12]})" if pool and their_pool else ""
+            problems.append(
+                f"{path}: split {split}'s exemplars are not from the {source!r} rows split "
+                f"{name} holds{detail}: its prompts show exemplars no longer in their pool; "
+                "rebuild the task" if holder is not None else
+                f"{path}: splits {name} and {split} show exemplars from different {source!r} "
+                f"rows{detail}: one shows exemplars no longer in its pool; rebuild the task")
     return problems
 
 
