@@ -310,7 +310,7 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
         reads = {s: (spec.entry.key, spec.split_mapping[s]) for s in wanted[spec.name]}
         variant = isinstance(spec, VariantSpec)
         if why := next((unlisted[k] for k in reads.values() if k in unlisted), None) or (
-                variant and pool_refusal(spec, wanted[spec.name], listed, unlisted)):
+                pool_refusal(spec, wanted[spec.name], listed, unlisted) if variant else None):
             plan.failed[spec.name] = why
             continue
         sources = {s: listed[k][1] for s, k in reads.items()}
