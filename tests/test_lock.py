@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -174,3 +175,41 @@ def test_an_output_folder_that_cannot_be_made_is_one_clear_error(tmp_path):
     unknown = pytest.raises(P3DataError, match="^nowhere://out: cannot use this filesystem")
     with unknown, output_lock("nowhere://out"):
         pass
+
+
+def test_export_and_index_of_a_folder_a_live_cache_run_rebuilds_name_that_run(tmp_path):
+    """A `p3data cache` run paused, alive and holding the lock, just after it withdrew the
+    task it rebuilds (another shard count): `export` and `index` say whose run is writing the
+    folder in one line, write nothing, and work once that run has ended."""
+    from helpers.cache import P3DATA, cache_command, run_cache
+
+    task = "super_glue_copa_exercise"
+    out, ready = tmp_path / "cache", tmp_path / "ready"
+    run_cache(out, "--tasks", task)
+    rebuild = cache_command(out, "--tasks", task, "--shards", "2")[2:]
+    pause_run = Path(__file__).parent / "helpers" / "pause_run.py"
+    run = subprocess.Popen([sys.executable, str(pause_run), str(ready), "--", *rebuild],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    try:
+        while not ready.exists():
+            assert run.poll() is None, run.communicate()
+            time.sleep(0.05)
+        assert not (out / task / "COMPLETED").exists()  # withdrawn, being rebuilt
+        holder = lock_holder(out)
+        assert holder.pid == run.pid and holder.command == " ".join(["p3data cache", *rebuild])
+        problem = f"{out} is being written by {holder.describe()}; wait for it to end"
+        for command in (["export", str(out), "--out", str(tmp_path / "export")],
+                        ["index", str(out)]):
+            refused = subprocess.run([P3DATA, *command], capture_output=True, text=True,
+                                     timeout=600)
+            assert (refused.returncode, refused.stdout) == (2, ""), refused.stderr[-3000:]
+            assert refused.stderr.splitlines() == [f"p3data: error: {problem}"]
+        assert not (tmp_path / "export").exists()
+        assert lock_holder(out) == holder
+    finally:
+        _, errors = run.communicate("", timeout=600)  # stdin closed: the rebuild goes on
+    assert run.returncode == 0, errors[-3000:]
+    exported = subprocess.run([P3DATA, "export", str(out), "--out", str(tmp_path / "export")],
+                              capture_output=True, text=True, timeout=600)
+    assert exported.returncode == 0, exported.stderr[-3000:]
