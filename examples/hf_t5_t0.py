@@ -1,7 +1,7 @@
 """Hugging Face transformers: T5 trained on T0's mixture from a p3data cache, packed as seqio's
 EncDecFeatureConverter packs it for T5X, with the masks HF's T5 needs for packed rows.
 
-    pip install 'p3data[torch]' transformers
+    pip install 'p3data[hf]'    # PyTorch and transformers
     python examples/hf_t5_t0.py [CACHE]          # default: demo_output/t0_train (make demo)
 """
 

@@ -5,7 +5,7 @@ entries pin, with today's column and label names: a tree for `--hub-root` / `P3D
 
 The rows are p3data's generated sample rows (as many as the catalog's split sizes), written
 back into the Hub's spelling: columns renamed to the Hub's names, class ids to the Hub's label
-order, parquet files carrying `datasets`' `huggingface` metadata. It is how the README's
+order, parquet files carrying `datasets`' `huggingface` metadata. It is how docs/data.md's
 `fetch` output was made, and a template for an organisation's own internal copy.
 """
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import errno
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 
 class P3DataError(Exception):
@@ -100,7 +101,20 @@ def storage_refusal(err: BaseException) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def writing_in(folder: str) -> Iterator[None]:
+    """A write the storage refuses in the block is said to be in `folder` when its error names
+    no file, as a `write()` or `close()` call's never does (numpy's and pathlib's writes)."""
+    try:
+        yield
+    except OSError as err:
+        if err.errno in STORAGE_ERRNOS and err.filename is None:
+            raise OSError(err.errno, err.strerror, f"{folder.rstrip('/')}/") from err
+        raise
+
+
 def _refused(number: int, path: object) -> str:
-    """The storage's refusal, in the folder of `path` (a file's temporary name says nothing)."""
+    """The storage's refusal, in the folder of `path` (a file's temporary name says nothing;
+    a path ending in `/` is the folder itself)."""
     folder = str(path).rsplit("/", 1)[0] if path else ""
     return STORAGE_ERRNOS[number] + (f" writing in {folder}" if folder else "")

@@ -126,6 +126,20 @@ def output_lock(output_dir: str, *, force: bool = False,
         _release(path, holder)
 
 
+def refuse_live_writer(folder: str) -> None:
+    """For a command that reads `folder` where a run may be writing (`export` reading a cache,
+    `index` before it locks it): the one line naming a run that holds its lock and may still
+    run, as a second writer is told. A dead run's lock stops no reader: what that run left
+    complete is read, and what it did not is named task by task."""
+    path = fs.join(folder, LOCK)
+    try:
+        holder = Holder.from_json(fs.read_bytes(path))
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        return  # no lock, or one being written or not p3data's: the reading says the rest
+    if not holder.is_dead():
+        raise _live(holder, path, folder)
+
+
 def _make_folder(output_dir: str) -> None:
     if fs.exists(output_dir) and not fs.is_dir(output_dir):
         raise P3DataError(f"{output_dir}: is a file, not a folder; choose another output folder")

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog, DatasetEntry
 from p3data.templates import Template, TemplateCollection
+from p3data.templates.collection import damaged, promptsource_dir
 
 if TYPE_CHECKING:
     from p3data.taskset import TaskSet
@@ -56,6 +57,8 @@ TRAIN_SCORE_EVAL_SKIP = (
 TRAIN_SCORE_EVAL_FAILED = {DatasetKey("amazon_polarity"), DatasetKey("dbpedia_14"),
                            DatasetKey("wiki_hop", "original")}
 # t-zero's TASK_BLACKLIST names no task that exists at promptsource 0.1.0, so it is not needed.
+# In T0's datasets.csv (and the bundled catalog), without templates in promptsource 0.1.0.
+WITHOUT_TEMPLATES = frozenset({DatasetKey("jigsaw_toxicity_pred")})
 
 
 def task_clean(text: str) -> str:
@@ -153,13 +156,14 @@ def _is_original(template: Template) -> bool:
 
 def define(catalog: Catalog, templates: TemplateCollection) -> T0Definitions:
     """T0's tasks and its 8 mixtures over every catalog dataset that has templates."""
+    _check_template_set(catalog, templates)
     tasks: dict[str, TaskSpec] = {}
     members: dict[str, list[str]] = {name: [] for name in MIXTURE_NAMES}
     owners: dict[str, Template] = {}  # task name -> the template it was made of
     skipped: list[SkippedTemplate] = []
     for entry in catalog:
         if entry.key not in templates:
-            continue  # e.g. jigsaw_toxicity_pred: in T0's list, no templates in promptsource
+            continue  # a user's dataset without templates yet, or one of WITHOUT_TEMPLATES
         kept: list[tuple[Template, _RoundNames]] = []
         for template in templates[entry.key]:
             names = _task_names(entry, template)
@@ -186,6 +190,18 @@ def define(catalog: Catalog, templates: TemplateCollection) -> T0Definitions:
         for name in MIXTURE_NAMES
     }
     return T0Definitions(tasks, mixtures, tuple(skipped))
+
+
+def _check_template_set(catalog: Catalog, templates: TemplateCollection) -> None:
+    """Every dataset of the bundled catalog that promptsource 0.1.0 has templates for has
+    some: a template folder without some of them is a damaged install, whose tasks would
+    quietly be fewer (a user's catalog entry may have none yet)."""
+    missing = [entry.name for entry in catalog if entry.bundled
+               and entry.key not in templates and entry.key not in WITHOUT_TEMPLATES]
+    if missing:
+        named = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise damaged(promptsource_dir(), f"(promptsource 0.1.0's templates) has none for "
+                      f"{len(missing)} of the datasets T0 has templates for ({named})")
 
 
 def _task_names(entry: DatasetEntry, template: Template) -> _RoundNames:

@@ -230,5 +230,10 @@ def load_definitions(collections: Iterable[str] | None = None) -> TaskSet:
     template, splits, rate cap), `.mixtures` a mixture name to its spec; `.task(name)` and
     `.mixture(name)` look one up or raise `NotFoundError` naming close matches; `.select`
     chooses as `p3data cache --mixture/--tasks` does. Reads package data only: no rows, no
-    vocabulary, no seqio."""
-    return define(in_order(installed_collections(), collections))
+    vocabulary, no seqio. A set without any task is an error, never an empty registry."""
+    ordered = in_order(installed_collections(), collections)
+    taskset = define(ordered)
+    if not taskset.tasks:
+        names = ", ".join(collection.name for collection in ordered) or "none"
+        raise P3DataError(f"the task collections chosen ({names}) define no task")
+    return taskset

@@ -1,6 +1,7 @@
 """Beam's pipeline options, checked before a cache run locks its output folder or plans
 anything: an option no registered options class knows (a typo, or one of p3data's misspelt),
-a value Beam refuses, an unknown or unavailable runner, and what Beam's own validation of the
+a value Beam refuses, a value Beam's parser takes but its runner cannot run (a negative
+`--direct_num_workers`), an unknown or unavailable runner, and what Beam's own validation of the
 options refuses are each one `P3DataError` naming it, where Beam would log a warning, exit, or
 fail after the run had started.
 """
@@ -12,8 +13,10 @@ import difflib
 from collections.abc import Sequence
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-from apache_beam.runners.runner import create_runner
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.runners.runner import PipelineRunner, create_runner
 
 from p3data.errors import P3DataError
 
@@ -41,12 +44,25 @@ def beam_pipeline(args: Sequence[str], *, own_options: Sequence[str] = ()) -> be
     options = PipelineOptions(args)
     if parsed.runner:
         options.view_as(StandardOptions).runner = runner_name
+    _check_direct(runner, options)
     try:
         return beam.Pipeline(runner=runner, options=options)
     except ValueError as err:  # Beam's validation of the options for this runner
         problems = "; ".join(line.strip() for line in str(err).splitlines()[1:] if line.strip())
         raise P3DataError(f"Beam's {type(runner).__name__} refuses these options: "
                           f"{problems or err}") from None
+
+
+def _check_direct(runner: PipelineRunner, options: PipelineOptions) -> None:
+    """What the DirectRunner cannot run though Beam's parser takes it: its FnApiRunner makes
+    `direct_num_workers` workers, one per CPU for 0, and none for a negative count, which
+    fails once the run has started (an IndexError deep in Beam). Other runners ignore it."""
+    if not isinstance(runner, SwitchingDirectRunner | FnApiRunner):
+        return
+    workers = options.view_as(DirectOptions).direct_num_workers
+    if workers < 0:
+        raise P3DataError(f"Beam option --direct_num_workers: {workers} workers; give a "
+                          "number of workers, or 0 for one per CPU")
 
 
 def _parse(args: list[str], *, strict: bool,

@@ -130,3 +130,34 @@ def test_a_disk_that_fills_up_at_every_crash_point(reference, tmp_path):
     assert _crash_run("rerun", tmp_path, points, "--shards", "2") == [0] * len(points)
     for point in points:
         assert tree(tmp_path / str(point)) == tree(expected), point
+
+
+def test_a_disk_that_fills_up_in_the_exemplar_pool_stage(tmp_path):
+    """A few-shot variant's exemplar pools are written first (numpy's and pathlib's writes,
+    whose errors name no file): from each operation of that stage on the disk is full, and
+    the run stops with one line naming the pool folder it could not write in, exit 1, no
+    traceback, its lock released; a rerun with room is byte-identical to an uninterrupted
+    build."""
+    args = ["--samples", "--vocab", str(SAMPLE_VOCAB), "--progress-every", "60",
+            "--tasks", "super_glue_rte_GPT_3_style_1shot", "--rows-per-shard", "8"]
+    assert crash_run("crash", tmp_path / "reference", [-1], args) == [0]
+    operations = [json.loads(line) for line in
+                  (tmp_path / "reference" / "-1.crash.trace").read_text().splitlines()]
+    pool_files = [number for number, (operation, path) in enumerate(operations)
+                  if operation == "create" and "/.p3data-work/pools/" in str(path)]
+    points = list(range(pool_files[0], pool_files[-1] + 1))  # the stage's last file: on
+    assert len(points) == 5  # two parts and the pool, each written, then its record
+    outputs = tmp_path / "full"
+    assert crash_run("full", outputs, points, args) == [1] * len(points)
+    for point in points:
+        log = (outputs / f"{point}.full.log").read_text()
+        last = log.strip().splitlines()[-1]
+        assert last.startswith("p3data: error: no space left on the device writing in "
+                               f"{outputs / str(point)}/.p3data-work/pools/super_glue/rte/"
+                               "train/"), log
+        assert "make room and run it again" in last
+        assert "Traceback" not in log and "a bug in p3data" not in log, log
+        assert not (outputs / str(point) / ".p3data-lock").exists()  # released
+    assert crash_run("rerun", outputs, points, args) == [0] * len(points)
+    for point in points:
+        assert tree(outputs / str(point)) == tree(tmp_path / "reference" / "-1"), point

@@ -152,6 +152,9 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path, args, message):
     (["--direct_running_mode", "fast"], "--direct_running_mode: invalid choice: 'fast'"),
     (["--runner=NoSuchRunner"], "no Beam runner 'NoSuchRunner'"),
     (["--runner=DataflowRunner"], "Beam's DataflowRunner"),  # Beam's checks: no --project
+    (["--direct_num_workers=-2", "--direct_running_mode=multi_threading"],
+     "Beam option --direct_num_workers: -2 workers"),
+    (["--direct_num_workers=-1"], "Beam option --direct_num_workers: -1 workers"),
 ])
 def test_bad_beam_options_are_one_line_and_exit_2_before_any_work(tmp_path, args, message):
     """p3data hands Beam only options Beam knows, with values it takes, for a runner it has:
@@ -162,6 +165,14 @@ def test_bad_beam_options_are_one_line_and_exit_2_before_any_work(tmp_path, args
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr[-3000:]
     assert result.stdout == ""
     assert not out.exists()
+
+
+def test_direct_num_workers_zero_is_one_worker_per_cpu_as_beam_runs_it():
+    """Only what Beam's DirectRunner cannot run is refused: 0 is a count it takes."""
+    from p3data.pipelines.options import beam_pipeline
+
+    for mode in ("in_memory", "multi_threading"):
+        beam_pipeline(["--direct_num_workers=0", f"--direct_running_mode={mode}"])
 
 
 @pytest.mark.parametrize("stranger", ["notes.txt", "results/scores.csv",

@@ -1,7 +1,8 @@
 """What `p3data fetch` and a build from its mirror guard against: a mirror edited after the
 fetch (a file cut, copied, added or removed, a record edited) fails the dataset split that
 reads it with one line naming the file and the fix; Hub files whose column types contradict
-their metadata are refused, never truncated; a corrupt Hub file fails without pyarrow threads
+their metadata are refused, never truncated (integers of another width are the same data while
+every value fits, and one that does not is named); a corrupt Hub file fails without pyarrow threads
 left running; a second fetch into a mirror is refused while the first holds its lock; and a
 bad target is one line that changes nothing. (A fetch killed at each file operation:
 test_fetch_crash.py.)"""
@@ -201,6 +202,48 @@ def test_floats_under_integer_metadata_are_refused_and_never_truncated(hub, tmp_
     # a split written before the failure is no snapshot: a build refuses it
     assert "written by p3data fetch, but" in one_line_error(
         lambda: MirrorStore(mirror, hub.copa).list_shards("test"))
+
+
+def copa_columns(rows: list[dict], idx: pa.Array) -> dict[str, list | pa.Array]:
+    return {**{name: [row[name] for row in rows] for name in COPA_FEATURES}, "idx": idx}
+
+
+def test_integers_wider_than_their_metadata_are_the_same_data_when_every_value_fits(
+        hub, tmp_path, capsys):
+    """COPA's idx held as int64 under int32 metadata (as pyarrow writes Python ints, and as
+    examples/offline_hub.py wrote it): every value fits int32, so nothing would change."""
+    export = Path(hub.root, "aps", "super_glue", COPA_COMMIT, "copa")
+    rows = copa_rows("train")
+    write_parquet(export / "train-00000-of-00001.parquet",
+                  copa_columns(rows, pa.array([row["idx"] for row in rows], pa.int64())),
+                  COPA_FEATURES)
+    mirror = tmp_path / "mirror"
+    code, lines = fetch(capsys, "super_glue/copa", "--to", str(mirror), "--hub-root", hub.root)
+    assert code == 0, lines
+    assert read_all(HubStore(hub.copa, hub_root=hub.root), "train") == rows
+    assert read_all(MirrorStore(mirror, hub.copa), "train") == rows
+    written = pq.read_schema(mirror / "super_glue" / "copa" / "train.parquet")
+    assert written.field("idx").type == pa.int32()
+
+
+def test_an_integer_its_declared_type_cannot_hold_is_refused_naming_column_file_and_value(
+        hub, tmp_path, capsys):
+    export = Path(hub.root, "aps", "super_glue", COPA_COMMIT, "copa")
+    path = export / "train-00000-of-00001.parquet"
+    rows = copa_rows("train")
+    ids = [row["idx"] for row in rows]
+    ids[7] = 2**31
+    write_parquet(path, copa_columns(rows, pa.array(ids, pa.int64())), COPA_FEATURES,
+                  row_group_size=4)
+    problem = (f"super_glue/copa train: {path}: idx holds 2,147,483,648 (row 7), which its "
+               "type int32 cannot hold")
+    assert one_line_error(lambda: read_all(HubStore(hub.copa, hub_root=hub.root), "train")) \
+        == problem
+    mirror = tmp_path / "mirror"
+    code, lines = fetch(capsys, "super_glue/copa", "--to", str(mirror), "--hub-root", hub.root)
+    assert code == 1
+    assert status_of(lines, "super_glue/copa") == f"failed: {problem}"
+    assert not (mirror / "super_glue" / "copa" / SNAPSHOT).exists()
 
 
 CORRUPT_FETCH = """

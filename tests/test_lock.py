@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -174,3 +175,77 @@ def test_an_output_folder_that_cannot_be_made_is_one_clear_error(tmp_path):
     unknown = pytest.raises(P3DataError, match="^nowhere://out: cannot use this filesystem")
     with unknown, output_lock("nowhere://out"):
         pass
+
+
+PAUSE_RUN = Path(__file__).parent / "helpers" / "pause_run.py"
+
+
+def paused(ready: Path, when: str, *arguments: str) -> subprocess.Popen:
+    """`p3data ARGUMENTS` paused alive at the file operation `when` says (pause_run.py)."""
+    run = subprocess.Popen([sys.executable, str(PAUSE_RUN), str(ready), when, "--", *arguments],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    while not ready.exists():
+        assert run.poll() is None, run.communicate()
+        time.sleep(0.05)
+    return run
+
+
+def finish(run: subprocess.Popen) -> tuple[int, str]:
+    """Let a paused run go on to its end: its exit code and its stderr."""
+    _, errors = run.communicate("", timeout=600)
+    return run.returncode, errors
+
+
+def test_export_and_index_of_a_folder_a_live_cache_run_rebuilds_name_that_run(tmp_path):
+    """A `p3data cache` run paused, alive and holding the lock, just after it withdrew the
+    task it rebuilds (another shard count): `export` and `index` say whose run is writing the
+    folder in one line, write nothing, and work once that run has ended."""
+    from helpers.cache import P3DATA, cache_command, run_cache
+
+    task = "super_glue_copa_exercise"
+    out = tmp_path / "cache"
+    run_cache(out, "--tasks", task)
+    rebuild = cache_command(out, "--tasks", task, "--shards", "2")[1:]
+    run = paused(tmp_path / "ready", "withdrawn", *rebuild)
+    try:
+        assert not (out / task / "COMPLETED").exists()  # withdrawn, being rebuilt
+        holder = lock_holder(out)
+        assert holder.pid == run.pid and holder.command == " ".join(["p3data", *rebuild])
+        problem = f"{out} is being written by {holder.describe()}; wait for it to end"
+        for command in (["export", str(out), "--out", str(tmp_path / "export")],
+                        ["index", str(out)]):
+            refused = subprocess.run([P3DATA, *command], capture_output=True, text=True,
+                                     timeout=600)
+            assert (refused.returncode, refused.stdout) == (2, ""), refused.stderr[-3000:]
+            assert refused.stderr.splitlines() == [f"p3data: error: {problem}"]
+        assert not (tmp_path / "export").exists()
+        assert lock_holder(out) == holder
+    finally:
+        code, errors = finish(run)
+    assert code == 0, errors[-3000:]
+    exported = subprocess.run([P3DATA, "export", str(out), "--out", str(tmp_path / "export")],
+                              capture_output=True, text=True, timeout=600)
+    assert exported.returncode == 0, exported.stderr[-3000:]
+
+
+def test_an_export_a_cache_run_overtakes_names_that_run(tmp_path):
+    """`export` paused once it holds its own lock, having opened the cache; a rebuild of the
+    cache starts and withdraws the task meanwhile: the export stops in one line naming it, not
+    with the task's missing files."""
+    from helpers.cache import cache_command, run_cache
+
+    task = "super_glue_copa_exercise"
+    out, exported = tmp_path / "cache", tmp_path / "export"
+    run_cache(out, "--tasks", task)
+    export = paused(tmp_path / "export-ready", "1", "export", str(out), "--out", str(exported))
+    rebuild = cache_command(out, "--tasks", task, "--shards", "2")[1:]
+    cache = paused(tmp_path / "cache-ready", "withdrawn", *rebuild)
+    try:
+        holder = lock_holder(out)
+        code, errors = finish(export)
+        assert code == 2, errors[-3000:]
+        assert errors.splitlines()[-1] == (f"p3data: error: {out} is being written by "
+                                           f"{holder.describe()}; wait for it to end")
+    finally:
+        assert finish(cache)[0] == 0

@@ -16,7 +16,9 @@ import pytest
 
 from p3data.vocab import SAMPLE_VOCAB, T5_VOCAB
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+TRAINING = ROOT / "docs" / "training.md"
 # What T5X's T5 gin files (t5_1_1/base.gin and its siblings) say of the vocabulary.
 T5X_MODEL_GIN = """
 from __gin__ import dynamic_registration
@@ -31,13 +33,17 @@ test_trainer_t5x.encoder_decoder_model:
 """
 
 
-def readme_vocabulary_bindings() -> list[str]:
-    """The vocabulary's `--gin.` flags of the README's `t5x.train` command, unquoted by the
-    shell as T5X receives them."""
-    command = next(block for block in README.read_text().split("```")
+def t5x_command(doc: Path) -> list[str]:
+    """The `t5x.train` command shown in `doc` (and what its block exports), split by the shell
+    as T5X receives it."""
+    command = next(block for block in re.findall(r"```\w*\n(.*?)```", doc.read_text(), re.S)
                    if "python -m t5x.train" in block)
-    flags = shlex.split(command.replace("\\\n", " "))
-    return [flag.removeprefix("--gin.") for flag in flags
+    return shlex.split(command.replace("\\\n", " "))
+
+
+def vocabulary_bindings(doc: Path = README) -> list[str]:
+    """The vocabulary's `--gin.` flags of the `t5x.train` command shown in `doc`."""
+    return [flag.removeprefix("--gin.") for flag in t5x_command(doc)
             if re.match(r"--gin\.seqio\.SentencePieceVocabulary\.", flag)]
 
 
@@ -57,12 +63,12 @@ def t5x_vocabulary_check(task: str, model_vocabularies: tuple) -> None:
 
 
 def run_python(code: str, *args: str, env: dict[str, str] | None = None,
-               unset: tuple[str, ...] = ()) -> str:
+               unset: tuple[str, ...] = (), cwd: Path | None = None) -> str:
     """Runs `code` in a fresh Python with `env` added and `unset` removed."""
     env = {name: value for name, value in {**os.environ, **(env or {})}.items()
            if name not in unset}
     result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                            timeout=600, env=env)
+                            timeout=600, env=env, cwd=cwd)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
@@ -94,7 +100,7 @@ print("ok")
 def check_the_readme_flags() -> None:
     """T5X's gin files alone give a vocabulary unequal to the tasks'; the README's flags make
     them equal, as T5X checks before training."""
-    bindings = readme_vocabulary_bindings()
+    bindings = vocabulary_bindings()
     assert len(bindings) == 2
     gin.parse_config(T5X_MODEL_GIN)
     model = gin.get_configurable(encoder_decoder_model)
@@ -113,6 +119,47 @@ def test_t5x_passes_its_vocabulary_check_with_the_readme_flags():
     tests = os.pathsep.join([str(Path(__file__).parent), *sys.path])
     out = run_python(probe, env={"PYTHONPATH": tests}, unset=("P3DATA_VOCAB",))
     assert out.strip().endswith("ok")
+
+
+def check_flags(bindings: list[str]) -> None:
+    """T5X's check of the model's vocabulary (T5X's gin files, then `bindings`) against the
+    tasks' (`P3DATA_VOCAB`): raises when they differ."""
+    gin.clear_config()
+    gin.parse_config(T5X_MODEL_GIN)
+    gin.parse_config_files_and_bindings([], bindings)
+    t5x_vocabulary_check("t0_train", gin.get_configurable(encoder_decoder_model)())
+
+
+def test_the_demo_caches_t5x_flags_pass_its_vocabulary_check_spelt_as_p3data_vocab():
+    """docs/training.md's command for the demo cache: `P3DATA_VOCAB` is the sample model and
+    the gin flag that very string, which T5X's check passes, from the source tree as the page
+    says; the same file spelt otherwise fails it."""
+    command = t5x_command(TRAINING)
+    vocab = command[command.index("export") + 1].removeprefix("P3DATA_VOCAB=")
+    assert (ROOT / vocab).resolve() == SAMPLE_VOCAB.resolve()
+    bindings = vocabulary_bindings(TRAINING)
+    assert f"seqio.SentencePieceVocabulary.sentencepiece_model_file='{vocab}'" in bindings
+    respelt = [binding.replace(f"'{vocab}'", f"'./{vocab}'") for binding in bindings]
+    probe = f"""
+import p3data.tasks, pytest, test_trainer_t5x as t
+t.check_flags({bindings!r})
+with pytest.raises(ValueError, match="do not match"):
+    t.check_flags({respelt!r})
+print("ok")
+"""
+    tests = os.pathsep.join([str(Path(__file__).parent), *sys.path])
+    out = run_python(probe, env={"PYTHONPATH": tests, "P3DATA_VOCAB": vocab}, cwd=ROOT)
+    assert out.strip().endswith("ok")
+
+
+def test_the_t5x_recipe_installs_what_airio_imports():
+    """T5X's `t5x/utils.py` imports `airio.core`, which imports `grain.python`; airio (installed
+    with --no-deps) requires grain in its setup.py, so the recipe's PyPI command must bring it,
+    or `python -m t5x.train` stops at import."""
+    recipe = TRAINING.read_text().split("## T5X: installing it", 1)[1].split("```sh\n")[1]
+    pypi = shlex.split(recipe.split("\npip install --no-deps", 1)[0].replace("\\\n", " "))
+    assert pypi[:3] == ["pip", "install", "p3data"] and "grain" in pypi
+    import grain.python  # noqa: F401 - the version p3data's constraints pin imports
 
 
 def test_seqio_reads_the_cache_packed_as_t5x_asks(demo_cache):

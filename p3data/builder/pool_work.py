@@ -26,7 +26,7 @@ from p3data.batching import row_batches
 from p3data.builder.plan import CacheConfig, describe_bug
 from p3data.builder.pools import PoolSpec, PoolUnit
 from p3data.datasets.stores import open_store
-from p3data.errors import P3DataError, storage_refusal
+from p3data.errors import P3DataError, storage_refusal, writing_in
 from p3data.fewshot import ExemplarPool, PoolBuilder
 from p3data.fewshot.pool import POOL_FILES, merge_pools
 from p3data.format.work import PoolRecord, read_record, write_record
@@ -128,9 +128,11 @@ def _local_path(path: str) -> str | None:
 
 
 def _save(folder: str, write: Callable[[str], None]) -> None:
-    """`write` a pool's files into `folder`; into a local folder first if it is remote."""
+    """`write` a pool's files into `folder`; into a local folder first if it is remote. A
+    full disk names `folder` (the pool's files are written by numpy and pathlib)."""
     if (local := _local_path(folder)) is not None:
-        write(local)
+        with writing_in(folder):
+            write(local)
         return
     with tempfile.TemporaryDirectory() as scratch:
         write(scratch)

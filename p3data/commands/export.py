@@ -39,10 +39,12 @@ def run(args: argparse.Namespace) -> int:
     from p3data.export.naming import CARD
     from p3data.export.records import ExportSettings
     from p3data.export.selection import select_tasks
+    from p3data.lock import refuse_live_writer
     from p3data.progress import ProgressBar
     from p3data.read import open_cache
 
     require("pyarrow")
+    refuse_live_writer(cache_root(args.cache))  # a rebuild withdraws what it would read
     cache = open_cache(cache_root(args.cache))
     # Unfinished tasks asked for are selected too: each fails, named, as a task it cannot read.
     tasks, lacking = select_tasks(cache.tasks + cache.unfinished, args.mixture, args.tasks)

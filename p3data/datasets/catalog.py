@@ -72,6 +72,11 @@ class DatasetEntry:
     def name(self) -> str:
         return self.key.name
 
+    @property
+    def bundled(self) -> bool:
+        """From p3data's own catalog (T0's datasets), not from a user's catalog file."""
+        return self.source == str(CATALOG_FILE)
+
     def split_mappings(self) -> dict[str | None, dict[str, str]]:
         """Task split -> source split, per round (`None` when the dataset has no rounds)."""
         if self.rounds:

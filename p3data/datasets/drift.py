@@ -6,9 +6,11 @@ of a split is read, its parquet footers are compared with the catalog entry: col
 after the declared renames (in the catalog's type language), ClassLabel names after the
 declared label map, and the number of rows, which must equal the catalog's split size. A
 column's `datasets` metadata is believed only when the column holds what it declares (floats
-under int metadata would be cut to integers by a cast). Any
-difference the catalog does not declare fails the split with one line; the differences it
-accepts (`hub.drift`) are shown to users and recorded in manifests instead.
+under int metadata would be cut to integers by a cast); integers of another width than
+declared are the same data as long as every value fits, which `fit_integers` checks as the rows
+are read (pyarrow writes Python ints as int64 whatever the metadata says). Any difference the
+catalog does not declare fails the split with one line; the differences it accepts
+(`hub.drift`) are shown to users and recorded in manifests instead.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from p3data.datasets.catalog import DatasetEntry
-from p3data.datasets.errors import SourceError
+from p3data.datasets.errors import LocatedFile, SourceError, one_line
 from p3data.datasets.parquet import hub_features
-from p3data.datasets.schema import stored_form
+from p3data.datasets.schema import arrow_type, stored_form
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -69,7 +71,7 @@ def _schema_problems(entry: DatasetEntry, schema: pa.Schema) -> Iterator[str]:
         column = hub.columns.get(name, name)
         if name in declared and column in entry.features:
             said = _from_hub(declared[name])
-            if not _conforms(found[column], _stored_as(said)):
+            if not _conforms(found[column], _stored_as(said), any_width=True):
                 yield (f"{column}: the files hold {_show(found[column])} where their metadata "
                        f"declares {_show(said)}")
             found[column] = said
@@ -86,6 +88,88 @@ def _schema_problems(entry: DatasetEntry, schema: pa.Schema) -> Iterator[str]:
                                        hub.labels.get(name))
         elif not _conforms(actual, expected):
             yield f"{name}: {_show(actual)} != catalog {_show(expected)}"
+
+
+def fit_integers(entry: DatasetEntry, table: pa.Table, rows: LocatedFile, *,
+                 first_row: int) -> pa.Table:
+    """`table` (rows `first_row`... of the file `rows`, columns in the Hub's names) with every
+    integer held at another width than the catalog's cast to it; a value that would change
+    (a 2**31 in an int32 column) is one line naming the column, the file and the value."""
+    import pyarrow as pa
+
+    for index, name in enumerate(table.column_names):
+        column = entry.hub.columns.get(name, name)
+        if column not in entry.features:
+            continue
+        target = _integers_as(table.schema.field(index).type, arrow_type(entry.features[column]))
+        if target is None:
+            continue
+        try:
+            fitted = table[name].cast(target, safe=True)
+        except pa.ArrowInvalid as err:
+            raise rows.error(_misfit(column, table[name], target, first_row)
+                             or f"{column}: {one_line(err)}") from err
+        table = table.set_column(index, name, fitted)
+    return table
+
+
+def _integers_as(actual: pa.DataType, target: pa.DataType) -> pa.DataType | None:
+    """`actual` with its integers at `target`'s widths, or None when no integer differs (or
+    the shapes differ, which `check` has refused)."""
+    import pyarrow as pa
+
+    if pa.types.is_integer(actual) and pa.types.is_integer(target):
+        return None if actual == target else target
+    if _is_arrow_list(actual) and _is_arrow_list(target):
+        inner = _integers_as(actual.value_type, target.value_type)
+        if inner is None:
+            return None
+        return pa.large_list(inner) if pa.types.is_large_list(actual) else pa.list_(inner)
+    if pa.types.is_struct(actual) and pa.types.is_struct(target):
+        wanted = {field.name: field.type for field in target}
+        fields = [(field, _integers_as(field.type, wanted[field.name])
+                   if field.name in wanted else None) for field in actual]
+        if all(sub is None for _, sub in fields):
+            return None
+        return pa.struct([field.with_type(sub or field.type) for field, sub in fields])
+    return None
+
+
+def _is_arrow_list(kind: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_list(kind) or pa.types.is_large_list(kind)
+
+
+def _misfit(column: str, values: pa.ChunkedArray, target: pa.DataType,
+            first_row: int) -> str | None:
+    """What the first value `target` cannot hold is, and where (read as Python values: only
+    ever on the way to an error)."""
+    for row, value in enumerate(values.to_pylist(), start=first_row):
+        if found := _first_misfit(value, target, column):
+            path, number, kind = found
+            return f"{path} holds {number:,} (row {row:,}), which its type {kind} cannot hold"
+    return None
+
+
+def _first_misfit(value: Any, kind: pa.DataType, path: str) -> tuple[str, int, str] | None:
+    import pyarrow as pa
+
+    if value is None:
+        return None
+    if pa.types.is_integer(kind):
+        bits = kind.bit_width
+        low, high = ((-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+                     if pa.types.is_signed_integer(kind) else (0, 2 ** bits - 1))
+        return None if low <= value <= high else (path, value, str(kind))
+    if _is_arrow_list(kind):
+        return next(filter(None, (_first_misfit(item, kind.value_type, path)
+                                  for item in value)), None)
+    if pa.types.is_struct(kind):
+        return next(filter(None, (_first_misfit(value.get(field.name), field.type,
+                                                f"{path}.{field.name}") for field in kind)),
+                    None)
+    return None
 
 
 def _label_problems(column: str, names: list[str], expected: list[str],
@@ -151,16 +235,25 @@ def _from_arrow(kind: pa.DataType) -> Any:
     return _SPELLINGS.get(name, name)
 
 
-def _conforms(actual: Any, expected: Any) -> bool:
-    """The same type; a struct may have fields the catalog does not know."""
+def _conforms(actual: Any, expected: Any, *, any_width: bool = False) -> bool:
+    """The same type; a struct may have fields the catalog does not know; with `any_width`,
+    an integer of any width (its values are checked as they are read: `fit_integers`)."""
+    if any_width and _is_integer(actual) and _is_integer(expected):
+        return True
     if isinstance(expected, str) or _is_class_label(expected):
         return actual == expected
     if not isinstance(actual, dict) or _is_class_label(actual):
         return False
     if list(expected) == ["list"]:
-        return list(actual) == ["list"] and _conforms(actual["list"], expected["list"])
+        return list(actual) == ["list"] and _conforms(actual["list"], expected["list"],
+                                                      any_width=any_width)
     return list(actual) != ["list"] and all(
-        name in actual and _conforms(actual[name], sub) for name, sub in expected.items())
+        name in actual and _conforms(actual[name], sub, any_width=any_width)
+        for name, sub in expected.items())
+
+
+def _is_integer(kind: Any) -> bool:
+    return isinstance(kind, str) and kind.lstrip("u").startswith("int")
 
 
 def _show(kind: Any) -> str:

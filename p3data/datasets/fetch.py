@@ -35,7 +35,7 @@ from p3data.datasets.errors import DataNotFoundError, SourceError, one_line
 from p3data.datasets.hub import HubStore
 from p3data.datasets.mirror_check import verify_snapshot
 from p3data.datasets.parquet import ParquetRows, with_retries
-from p3data.datasets.schema import stored_form
+from p3data.datasets.schema import catalog_arrow_schema
 from p3data.datasets.shards import Shard
 from p3data.datasets.snapshot import (
     FETCHED,
@@ -173,28 +173,6 @@ def resolve_commit(entry: DatasetEntry, hub_root: str | None) -> tuple[str, bool
     except (RepositoryNotFoundError, RevisionNotFoundError) as err:
         raise DataNotFoundError(f"{where}: {one_line(err)}") from err
     return info.sha, True
-
-
-def catalog_arrow_schema(features: dict[str, Any]) -> pa.Schema:
-    """The parquet schema of the catalog's features, as `datasets` stores them."""
-    import pyarrow as pa
-
-    return pa.schema([(name, arrow_type(kind)) for name, kind in features.items()])
-
-
-def arrow_type(kind: Any) -> pa.DataType:
-    """A catalog type in Arrow, in its stored form (`schema.stored_form`): scalars as declared
-    (int32 stays int32), class ids as int64."""
-    import pyarrow as pa
-
-    stored = stored_form(kind)
-    if isinstance(stored, str):
-        return pa.type_for_alias(stored)
-    if list(stored) == ["class_label"]:
-        return pa.int64()
-    if list(stored) == ["list"]:
-        return pa.list_(arrow_type(stored["list"]))
-    return pa.struct([(name, arrow_type(sub)) for name, sub in stored.items()])
 
 
 class _SplitWriter:

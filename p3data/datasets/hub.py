@@ -96,13 +96,15 @@ class HubStore:
 
     def tables(self, split: str, shard: Shard) -> Iterator[pa.Table]:
         """The shard's rows as Arrow tables (what `read` yields as dicts), in the Hub's column
-        types: a fetch writes them without a round trip through Python values."""
+        types but for integers, at the catalog's widths (`drift.fit_integers`): a fetch writes
+        them without a round trip through Python values."""
         assert shard.path is not None
         columns = [self._hub_names.get(name, name) for name in self.entry.features]
         rows = ParquetRows(shard.path, self._about(split))
-        for table in rows.tables(shard.start - shard.offset, shard.stop - shard.offset,
-                                 columns=columns):
-            yield self._as_2021(table)
+        first = shard.start - shard.offset
+        for table in rows.tables(first, shard.stop - shard.offset, columns=columns):
+            yield self._as_2021(drift.fit_integers(self.entry, table, rows, first_row=first))
+            first += table.num_rows
 
     def identity(self, split: str) -> dict[str, Any]:
         hub = self.entry.hub

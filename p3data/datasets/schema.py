@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from p3data.datasets.catalog import CatalogError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Check = Callable[[Any], Sequence[str]]  # a value -> its problem categories (empty: it conforms)
 
@@ -145,3 +148,25 @@ def _struct(path: str, fields: Mapping[str, Any], *, prefix: str) -> Check:
         return problems
 
     return check
+
+
+def catalog_arrow_schema(features: dict[str, Any]) -> pa.Schema:
+    """The parquet schema of the catalog's features, as `datasets` stores them."""
+    import pyarrow as pa
+
+    return pa.schema([(name, arrow_type(kind)) for name, kind in features.items()])
+
+
+def arrow_type(kind: Any) -> pa.DataType:
+    """A catalog type in Arrow, in its stored form (`stored_form`): scalars as declared
+    (int32 stays int32), class ids as int64."""
+    import pyarrow as pa
+
+    stored = stored_form(kind)
+    if isinstance(stored, str):
+        return pa.type_for_alias(stored)
+    if list(stored) == ["class_label"]:
+        return pa.int64()
+    if list(stored) == ["list"]:
+        return pa.list_(arrow_type(stored["list"]))
+    return pa.struct([(name, arrow_type(sub)) for name, sub in stored.items()])

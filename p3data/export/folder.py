@@ -33,8 +33,9 @@ def export_tasks(cache: CacheReader, tasks: Sequence[str], out: str, *, settings
     """Export `tasks` of `cache` into `out` holding its lock (`force` takes a dead run's over),
     then write the card from every task complete in `out`. `out` is refused unless it is
     empty or an export p3data made. A task that fails (a corrupt record, a cache that does
-    not add up) is an outcome; the others go on."""
-    from p3data.lock import output_lock
+    not add up) is an outcome; the others go on, unless a live run (`p3data cache`) has begun
+    writing the cache meanwhile: that is one error naming it."""
+    from p3data.lock import output_lock, refuse_live_writer
 
     refuse_unless_ours(out, cache=cache.root)
     with output_lock(out, force=force):
@@ -47,6 +48,7 @@ def export_tasks(cache: CacheReader, tasks: Sequence[str], out: str, *, settings
                     outcome = export_task(cache, task, out, settings=settings,
                                           on_examples=on_examples)
                 except (P3DataError, OSError) as err:
+                    refuse_live_writer(cache.root)  # a cache run began rewriting it: say so
                     outcome = TaskExportOutcome(task, "failed", reason=_one_line(err))
                 on_task(outcome)
                 outcomes.append(outcome)

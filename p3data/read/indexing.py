@@ -24,7 +24,7 @@ from p3data.format.index import (
     scan_offsets,
 )
 from p3data.format.manifest import write_manifest
-from p3data.lock import output_lock
+from p3data.lock import output_lock, refuse_live_writer
 from p3data.progress import duration
 from p3data.read.reader import open_cache
 
@@ -47,7 +47,9 @@ class IndexResult:
 def index_cache(root: str, *, force: bool = False, progress_every: float = 10.0,
                 out: TextIO = sys.stderr) -> IndexResult:
     """Write every missing record index of the cache at `root` (holding its lock, once it is
-    known to be a cache: a wrong path creates nothing)."""
+    known to be a cache: a wrong path creates nothing). A folder a live run is writing (a
+    `p3data cache` rebuilding it) is refused naming that run, whatever it holds meanwhile."""
+    refuse_live_writer(root)
     open_cache(root)
     with output_lock(root, force=force, command="p3data index " + root):
         fs.sweep_temporaries(root)

@@ -45,15 +45,16 @@ PROMPTSOURCE_VERSION = "0.1.0"
 
 
 class TemplateSetMissing(P3DataError):
-    """promptsource 0.1.0's templates, T0's template set, cannot be found."""
+    """promptsource 0.1.0's templates, T0's template set, cannot be found, or are damaged."""
 
 
 def promptsource_dir() -> Path:
     """promptsource 0.1.0's template folder: the copy p3data's build bundles, else an installed
     promptsource 0.1.0 (found without importing `promptsource.templates`). Without it T0 has
-    no task, so its absence is an error, never an empty registry."""
+    no task, so its absence, or a folder without any template file, is an error, never an
+    empty registry (a folder missing some of T0's datasets: `t0.define`)."""
     if BUNDLED_PROMPTSOURCE.is_dir():
-        return BUNDLED_PROMPTSOURCE
+        return _holding_templates(BUNDLED_PROMPTSOURCE)
     fix = (f"install p3data from a wheel or an sdist (they carry promptsource "
            f"{PROMPTSOURCE_VERSION}'s templates), or run `pip install --no-deps "
            f"--ignore-requires-python promptsource=={PROMPTSOURCE_VERSION}`")
@@ -67,6 +68,28 @@ def promptsource_dir() -> Path:
         raise TemplateSetMissing(
             f"{folder.parent} is promptsource {version} without T0's templates (those of "
             f"{PROMPTSOURCE_VERSION}): {fix}")
+    return _holding_templates(folder)
+
+
+def damaged(folder: Path, what: str) -> TemplateSetMissing:
+    """The error for promptsource's template `folder` damaged as `what` says, with its repair:
+    p3data's build writes its copy again (in a source tree, `pip install -e .`), pip
+    promptsource's own."""
+    if folder != BUNDLED_PROMPTSOURCE:
+        repair = (f"reinstall promptsource: pip install --force-reinstall --no-deps "
+                  f"--ignore-requires-python promptsource=={PROMPTSOURCE_VERSION}")
+    elif (source_tree := folder.parents[3]).joinpath("setup.py").is_file():
+        repair = f"extract them again: pip install -e {source_tree} (or make install there)"
+    else:
+        repair = "reinstall p3data: pip install --force-reinstall --no-deps p3data"
+    return TemplateSetMissing(f"{folder} {what}: a damaged install; {repair}")
+
+
+def _holding_templates(folder: Path) -> Path:
+    if next(folder.rglob(TEMPLATE_FILENAME), None) is None:
+        origin = ("where p3data's build put promptsource 0.1.0's" if folder == BUNDLED_PROMPTSOURCE
+                  else f"where promptsource {PROMPTSOURCE_VERSION} keeps its")
+        raise damaged(folder, f"holds no template files, {origin} (T0's templates)")
     return folder
 
 

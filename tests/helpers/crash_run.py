@@ -8,9 +8,12 @@ crash point of a build can be reached deterministically.
 builds into OUTPUTS/K (a copy of BASE when given) and dies just before its K-th file
 operation. `full`: as `crash`, but from the K-th operation on the disk is full: every file
 it starts writing fails with ENOSPC (renames and deletes still work), and the child runs on
-to its end. `rerun`: a child finishes each OUTPUTS/K with `--force` (the dead run's lock is
-left behind, as after a real kill -9). This process imports p3data and Beam once and forks a
-child per point, so a crash costs a fraction of a second. With `--target URL` (a gs:// folder)
+to its end; a file it writes in the output folder with Python's own `open` (numpy's and
+pathlib's writes: the exemplar pools' files), which is not one of the operations counted,
+opens and then fails at its first write, naming no file, as on a real full disk. `rerun`: a
+child finishes each OUTPUTS/K with `--force` (the dead run's lock is left behind, as after a
+real kill -9). This process imports p3data and Beam once and forks a child per point, so a
+crash costs a fraction of a second. With `--target URL` (a gs:// folder)
 the builds go to URL/K instead, on the object store, and OUTPUTS keeps only the logs.
 
 File operations are fsspec's local `open` for writing, `mv` and `rm`, which is how p3data
@@ -26,7 +29,9 @@ uploaded or not, as a real crash would.
 
 from __future__ import annotations
 
+import builtins
 import errno
+import io
 import json
 import os
 import re
@@ -42,6 +47,7 @@ from p3data.cli import main as cli
 from p3data.object_store import on_object_store
 
 OPERATIONS = {"_open": "create", "mv": "rename", "rm": "delete"}
+_IN_OPERATION: list[str] = []  # the counted operation running, if any
 # gcsfs: an object uploaded in one request, a resumable upload started, an object deleted
 STORE_OPERATIONS = {"_pipe_file": "create", "_initiate_upload": "create", "_rm_file": "delete"}
 
@@ -109,7 +115,11 @@ def _intercept(method: str, trace, crash_at: int, counter: list[int], *, full: b
         if full and name == "create" and counter[0] > crash_at >= 0:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
         trace.write(json.dumps([name, path if isinstance(path, str) else list(path)]) + "\n")
-        return original(self, *args, **kwargs)
+        _IN_OPERATION.append(name)  # the file it opens is this operation's, not a plain write
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _IN_OPERATION.pop()
 
     setattr(LocalFileSystem, method, operation)
 
@@ -141,12 +151,48 @@ def _intercept_store(method: str, trace, crash_at: int, counter: list[int]) -> N
     setattr(owner, method, operation)
 
 
+class _FullDiskFile:
+    """A file opened on a full disk: its writes fail with ENOSPC and no file name, as a
+    `write()` call's error never has one."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def write(self, data) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name: str):
+        return getattr(self._handle, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._handle.close()
+
+
+def _fill_plain_writes(under: str, full) -> None:
+    """Python's own `open` for writing under `under` gives a `_FullDiskFile` once `full()`."""
+    original = io.open
+
+    def opened(file, mode="r", *args, **kwargs):
+        handle = original(file, mode, *args, **kwargs)
+        path = os.fspath(file) if isinstance(file, str | os.PathLike) else ""
+        if (set(mode) & set("wxa") and str(path).startswith(under + "/") and full()
+                and not _IN_OPERATION):
+            return _FullDiskFile(handle)
+        return handle
+
+    io.open = builtins.open = opened
+
+
 def run_and_die(arguments: list[str], *, stem: str, crash_at: int, store: bool = False,
-                full: bool = False) -> None:
+                full: bool = False, output: str | None = None) -> None:
     """In a forked child: run the p3data command, dying just before its `crash_at`-th file
     operation (`store`: object operations, its output being on an object store; `full`: not
-    dying but failing every file it starts writing from then on, as on a full disk); its
-    output goes to `<stem>.log`, the operations it ran to `<stem>.trace`."""
+    dying but failing every file it starts writing from then on, as on a full disk, in the
+    folder `output` also those written with Python's own `open`); its output goes to
+    `<stem>.log`, the operations it ran to `<stem>.trace`."""
     log = open(f"{stem}.log", "w", encoding="utf-8")  # noqa: SIM115 - outlives os._exit
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
@@ -157,6 +203,8 @@ def run_and_die(arguments: list[str], *, stem: str, crash_at: int, store: bool =
             _intercept_store(method, trace, crash_at, counter)
         else:
             _intercept(method, trace, crash_at, counter, full=full)
+    if full and output is not None and not store:
+        _fill_plain_writes(output, lambda: counter[0] >= crash_at >= 0)
     code = cli(arguments)
     trace.close()
     sys.stdout.flush()
@@ -169,7 +217,7 @@ def _child(out: Path | str, mode: str, crash_at: int, cache_args: list[str], *,
     force = ["--force"] if mode == "rerun" else []
     run_and_die(["cache", "--output-dir", str(out), *force, *cache_args],
                 stem=f"{log}.{mode}", crash_at=crash_at, store=on_object_store(str(out)),
-                full=mode == "full")
+                full=mode == "full", output=str(out))
 
 
 def main() -> int:
