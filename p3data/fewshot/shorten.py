@@ -17,11 +17,14 @@ text, keeping its first items whole.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Collection, Mapping
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from p3data.fewshot.fitting import UNFIT, Probe, estimate, search
 from p3data.fewshot.pool import id_count
 from p3data.templates import CompiledTemplate, Rendered
 from p3data.tokenize import Entry, Tokenizer
@@ -29,15 +32,15 @@ from p3data.tokenize import Entry, Tokenizer
 # Fields this short are questions, hypotheses, options: kept whole (the catalog's longest mean
 # question, quarel's, is 230 characters); only longer ones are passages.
 SHORT_FIELD_CHARS = 256
-_LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
+_TO_LAST_SPACE = re.compile(r".*\s", re.DOTALL)  # greedy: it ends at the last whitespace
 
 
 def cut_text(text: str, limit: int) -> str:
     """The longest start of `text` of at most `limit` characters that ends a word."""
     if len(text) <= limit:
         return text
-    space = _LAST_SPACE.search(text, 0, max(limit, 0) + 1)
-    return text[:space.start()].rstrip() if space else ""
+    space = _TO_LAST_SPACE.match(text, 0, max(limit, 0) + 1)
+    return text[:space.end() - 1].rstrip() if space else ""
 
 
 def _is_text(value: Any) -> bool:
@@ -87,13 +90,15 @@ class FittedQuery:
 
 
 class QueryShortener:
-    """Shortens the over-long queries of one template (`shorten`)."""
+    """Shortens the over-long queries of one template (`shorten`); `tally` counts how
+    (`estimated`: found in token space, `bisected`: by the bisection) and the renders made."""
 
     def __init__(self, template: CompiledTemplate, tokenizer: Tokenizer,
                  long_fields: Collection[str] = ()):
         self.template = template
         self.tokenizer = tokenizer
         self.long_fields = tuple(long_fields)
+        self.tally: Counter[str] = Counter()
 
     def shorten(self, row: Mapping[str, Any], original: Rendered, ids: Entry,
                 budget: int) -> FittedQuery:
@@ -106,21 +111,35 @@ class QueryShortener:
         unfit = FittedQuery(original, tokens, ids, fits=False)
         if not fields:
             return unfit
-        longest = max(_length(row[name]) for name in fields)
-        lo, hi = 0, longest  # the render at cap hi (the original) does not fit
-        best = self._try(row, original, fields, cap=lo, budget=budget)
-        if best is None:
+        probe = functools.partial(self._probe, row, original, fields, budget=budget)
+        plan = estimate([row[name] for name in fields], original.inputs, ids, self.tokenizer)
+        found = None if plan is None else search(plan, budget, probe)
+        self.tally["bisected" if found is None else "estimated"] += 1
+        cap, best = self._bisect(probe, fields, row) if found is None else found
+        if cap == UNFIT:
             return unfit
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if (found := self._try(row, original, fields, cap=mid, budget=budget)) is not None:
-                lo, best = mid, found
-            else:
-                hi = mid
         rendered, fitted_ids = best
         fitted_tokens = id_count(fitted_ids)
-        cut = tuple(name for name in fields if _length(row[name]) > lo)
+        cut = tuple(name for name in fields if _length(row[name]) > cap)
         return FittedQuery(rendered, fitted_tokens, fitted_ids, tokens - fitted_tokens, cut)
+
+    @staticmethod
+    def _bisect(probe: Callable[[int], Probe], fields: list[str],
+                row: Mapping[str, Any]) -> tuple[int, Any]:
+        """The largest cap that fits, by bisection over characters (`search`'s fallback, and
+        its reference): the render at the longest field's length, the query, does not fit."""
+        lo, hi = 0, max(_length(row[name]) for name in fields)
+        found = probe(lo)
+        if not found.fits:
+            return UNFIT, None
+        best = found.kept
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if (found := probe(mid)).fits:
+                lo, best = mid, found.kept
+            else:
+                hi = mid
+        return lo, best
 
     def _render(self, row: Mapping[str, Any], original: Rendered,
                 cuts: Mapping[str, str | list[str]]) -> Rendered | None:
@@ -136,13 +155,15 @@ class QueryShortener:
         half = cut_value(row[name], _length(row[name]) // 2)
         return self._render(row, original, {name: half}) is not None
 
-    def _try(self, row: Mapping[str, Any], original: Rendered, fields: list[str], *, cap: int,
-             budget: int) -> tuple[Rendered, Entry] | None:
-        """The render with every field cut to `cap` characters and its input's ids, if it
-        fits `budget`."""
+    def _probe(self, row: Mapping[str, Any], original: Rendered, fields: list[str], cap: int, *,
+               budget: int) -> Probe:
+        """The render with every field cut to `cap` characters: whether it fits `budget`, its
+        tokens, and (kept) the render and its input's ids."""
+        self.tally["renders"] += 1
         rendered = self._render(row, original, {name: cut_value(row[name], cap)
                                                 for name in fields})
         if rendered is None:
-            return None
+            return Probe(False, None)
         ids = self.tokenizer.encode_packed([rendered.inputs])[0]
-        return (rendered, ids) if id_count(ids) <= budget else None
+        tokens = id_count(ids)
+        return Probe(tokens <= budget, tokens, (rendered, ids))

@@ -24,11 +24,12 @@ import os
 from collections.abc import Sequence
 from typing import Protocol
 
+import numpy as np
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from p3data.errors import P3DataError
-from p3data.tokenize.checks import PIECE, join_refusal, word_split_refusal
+from p3data.tokenize.checks import PIECE, WORD_START, join_refusal, word_split_refusal
 from p3data.tokenize.entries import NEVER, Entry, entry_of, joined, trusted
 from p3data.tokenize.memo import BoundedMemo, WordMemo
 from p3data.varints import unpacked
@@ -122,6 +123,24 @@ class Tokenizer:
             return None
         entry = joined(list(parts))
         return entry if trusted(entry) else None
+
+    def word_lengths(self, ids: Packed) -> np.ndarray | None:
+        """How many ids each word of a text has, in order (`encode_packed`'s ids of it; a word
+        begins at each piece that starts with ▁, a text's head before the first), where the
+        model splits texts into words (`word_split_refusal`, the memo on); else None. Where raw
+        whitespace makes the words, it tells what cutting a text at a word costs in tokens."""
+        if self.memo is None:
+            return None
+        values = unpacked(ids.varints)
+        initial = self._word_initial[values]
+        initial[:1] = True  # a head, if the text has one, is counted as a word
+        bounds = np.concatenate((np.flatnonzero(initial), [len(values)]))
+        return bounds[1:] - bounds[:-1]
+
+    @functools.cached_property
+    def _word_initial(self) -> np.ndarray:
+        """Per id, whether its piece starts with ▁ (begins a word)."""
+        return np.array([p.piece.startswith(WORD_START) for p in self._proto.pieces])
 
     def _entries(self, texts: Sequence[str]) -> list[Entry]:
         if not self._memoized:
