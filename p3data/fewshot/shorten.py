@@ -164,6 +164,6 @@ class QueryShortener:
                                                 for name in fields})
         if rendered is None:
             return Probe(False, None)
-        ids = self.tokenizer.encode_packed([rendered.inputs])[0]
+        ids = self.tokenizer.encode_packed([rendered.inputs], once=True)[0]
         tokens = id_count(ids)
         return Probe(tokens <= budget, tokens, (rendered, ids))

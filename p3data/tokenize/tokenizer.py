@@ -98,9 +98,11 @@ class Tokenizer:
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         return [unpacked(entry.varints).tolist() for entry in self._entries(texts)]
 
-    def encode_packed(self, texts: Sequence[str]) -> list[Entry]:
-        """`encode`'s ids, packed: as the memo keeps them (nothing per id)."""
-        return self._entries(texts)
+    def encode_packed(self, texts: Sequence[str], *, once: bool = False) -> list[Entry]:
+        """`encode`'s ids, packed: as the memo keeps them (nothing per id). `once`: texts that
+        will not come again (a passage cut to fit): the memo keeps their sentences and words,
+        not the texts themselves, so that they push nothing that recurs out of it."""
+        return self._entries(texts, once=once)
 
     def joins(self, separator: str) -> bool:
         """Whether `join` may join the ids of texts that `separator` joins (`join_refusal`)."""
@@ -142,7 +144,7 @@ class Tokenizer:
         """Per id, whether its piece starts with ▁ (begins a word)."""
         return np.array([p.piece.startswith(WORD_START) for p in self._proto.pieces])
 
-    def _entries(self, texts: Sequence[str]) -> list[Entry]:
+    def _entries(self, texts: Sequence[str], *, once: bool = False) -> list[Entry]:
         if not self._memoized:
             return list(map(_plain, self._processor.encode(list(texts), num_threads=1)))
         memo = self._texts
@@ -151,15 +153,16 @@ class Tokenizer:
         memo.touch(distinct)
         if not missing:
             return list(map(memo.__getitem__, texts))
-        encoded = dict(zip(missing, self._encode_distinct(missing), strict=True))
+        encoded = dict(zip(missing, self._encode_distinct(missing, once=once), strict=True))
         found = [encoded[t] if t in encoded else memo[t] for t in texts]
-        short = [t for t in encoded if len(t) <= MEMO_MAX_CHARS]
+        short = [t for t in encoded if len(t) <= MEMO_MAX_CHARS and not once]
         memo.add(short, [encoded[t] for t in short])
         memo.bound()
         return found
 
-    def _encode_distinct(self, texts: list[str]) -> list[Entry]:
-        found = self.memo.lookup(texts) if self.memo is not None else [None] * len(texts)
+    def _encode_distinct(self, texts: list[str], *, once: bool) -> list[Entry]:
+        found = (self.memo.lookup(texts, once=once) if self.memo is not None
+                 else [None] * len(texts))
         plain = [i for i, entry in enumerate(found) if entry is None]
         if plain:
             encoded = self._processor.encode([texts[i] for i in plain], num_threads=1)
