@@ -11,6 +11,7 @@ import importlib.util
 import io
 import os
 import re
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -20,9 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from p3data.datasets.samples import generate_rows, rendered_texts
-from p3data.fewshot import FewshotSettings, QueryShortener, cut_text, passage_fields
-from p3data.fewshot import fitting
-from p3data.fewshot.fitting import cut_points
+from p3data.fewshot import FewshotSettings, QueryShortener, cut_text, fitting, passage_fields
+from p3data.fewshot.fitting import Cuts
 from p3data.fewshot.shorten import SHORT_FIELD_CHARS, cut_value
 from p3data.templates import CompiledTemplate, Rendered, Template, TemplateCollection
 from p3data.tokenize import Tokenizer, with_extra_ids
@@ -66,11 +66,11 @@ def tokenizers() -> dict[str, Tokenizer]:
     """By name: the sample vocabulary; seqio's dense test vocabulary (a character a token, most
     queries need fitting); a unigram vocabulary with T5's settings trained on the samples (a
     word one or two tokens); a model whose pieces cross words (no words: the bisection)."""
-    corpus = list(rendered_texts(catalog(), TemplateCollection.default()))[:3000]
+    corpus = list(rendered_texts(catalog(), TemplateCollection.default()))
     models = {
         "sample": SAMPLE_VOCAB.read_bytes(),
-        "dense": open(SEQIO_MODEL, "rb").read(),
-        "t5-like": _train(corpus, vocab_size=3000, normalization_rule_name="nmt_nfkc",
+        "dense": Path(SEQIO_MODEL).read_bytes(),
+        "t5-like": _train(corpus, vocab_size=1500, normalization_rule_name="nmt_nfkc",
                           pad_id=0, eos_id=1, unk_id=2, bos_id=-1),
         "no words": _train(corpus[:800], vocab_size=400, model_type="bpe",
                            split_by_whitespace=False),
@@ -78,7 +78,7 @@ def tokenizers() -> dict[str, Tokenizer]:
     return {name: Tokenizer(model, EXTRA_IDS) for name, model in models.items()}
 
 
-_word_lists = st.lists(st.sampled_from(WORDS), min_size=1, max_size=90)
+_word_lists = st.lists(st.sampled_from(WORDS), min_size=1, max_size=60)
 
 
 def _joined(words: list[str], spaces: list[str]) -> str:
@@ -92,14 +92,28 @@ _edged = st.tuples(st.sampled_from(["", " ", "\n"]), _texts, st.sampled_from([""
                    ).map("".join)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, database=None)
-@given(value=st.one_of(_edged, st.lists(_edged, min_size=1, max_size=5)))
-def test_cut_points_are_where_the_cut_changes(value):
-    length = len(value) if isinstance(value, str) else sum(map(len, value))
-    changes = [cap for cap in range(1, length + 1)
-               if cut_value(value, cap) != cut_value(value, cap - 1)]
-    assert cut_points(value).tolist() == changes
-    assert changes[-1:] == [length] or not length
+def _length(value: str | list[str]) -> int:
+    return len(value) if isinstance(value, str) else sum(map(len, value))
+
+
+def _changes(value: str | list[str]) -> list[int]:
+    """The caps at which the rule's cut of `value` differs from the cap below, brute force."""
+    return [cap for cap in range(1, _length(value) + 1)
+            if cut_value(value, cap) != cut_value(value, cap - 1)]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(values=st.lists(st.one_of(_edged, st.lists(_edged, min_size=1, max_size=4)),
+                       min_size=1, max_size=2))
+def test_cuts_change_where_the_rule_cuts_differently(values):
+    """`start` is the last cap at or below at which some field's cut changes, `after` the
+    first above: every cap between gives the same cut."""
+    points = sorted(set().union(*map(_changes, values)))
+    cuts, longest = Cuts(values, cut_value), max(map(_length, values))
+    assert cuts.longest == longest and points[-1:] == [longest]
+    for cap in range(longest + 1):
+        assert cuts.start(cap) == max([p for p in points if p <= cap], default=0)
+        assert cuts.after(cap) == min([p for p in points if p > cap], default=longest)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
@@ -137,11 +151,11 @@ def _template(jinja: str, choices: str | None) -> CompiledTemplate:
 
 def _reference(shortener: QueryShortener, *args):
     """The bisection's fitted query (the search given no renders to spend)."""
-    with mock.patch.object(fitting, "MAX_PROBES", 0):
+    with mock.patch.object(fitting, "MAX_ROUNDS", 0):
         return shortener.shorten(*args)
 
 
-def _fits(template: CompiledTemplate, tokenizer: Tokenizer, row: dict, original: Rendered,
+def _fits(template: CompiledTemplate, tokenizer: Tokenizer, *, row: dict, original: Rendered,
           fields: list[str], cap: int, budget: int) -> bool:
     """The rule, from scratch: the render with every field cut to `cap` keeps the target and
     the choices and has at most `budget` tokens."""
@@ -169,15 +183,14 @@ def _field_names(template: CompiledTemplate, row: dict, original: Rendered,
 
 @settings(max_examples=120, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(case=st.sampled_from(TEMPLATES), passage=_texts, other=_texts,
-       supports=st.lists(_texts, min_size=1, max_size=6), share=st.floats(0.02, 0.98),
-       name=st.sampled_from(["sample", "dense", "t5-like", "no words"]))
-def test_the_search_finds_the_bisections_cut(tokenizers, case, passage, other, supports, share,
-                                             name):
+@given(case=st.sampled_from(TEMPLATES), texts=st.tuples(
+    _texts, _texts, st.lists(_texts, min_size=1, max_size=6)), setting=st.tuples(
+    st.floats(0.02, 0.98), st.sampled_from(["sample", "dense", "t5-like", "no words"])))
+def test_the_search_finds_the_bisections_cut(tokenizers, case, texts, setting):
     """Byte for byte the bisection's fitted query wherever fitting is monotone in the cap (the
     bisection then finds the largest cap that fits); elsewhere a cap that fits next to one
     that does not, or none if cap 0 does not fit, as the bisection."""
-    jinja, choices, long_fields = case
+    (jinja, choices, long_fields), (passage, other, supports), (share, name) = case, texts, setting
     tokenizer, template = tokenizers[name], _template(jinja, choices)
     row = {"passage": passage * 3, "other": other * 2, "supports": supports * 4,
            "question": "is it good", "label": "yes"}
@@ -195,10 +208,11 @@ def test_the_search_finds_the_bisections_cut(tokenizers, case, passage, other, s
     if not fields:
         assert found == reference and not found.fits
         return
-    assert shortener.tally["bisected" if name == "no words" else "estimated"] == 1
-    caps = [0, *sorted(set().union(*(cut_points(row[f]).tolist() for f in fields)))][:-1]
-    fitting_caps = [_fits(template, tokenizer, row, original, fields, cap, budget)
-                    for cap in caps]
+    assert shortener.tally["bisected"] == 1 if name == "no words" else (
+        shortener.tally["estimated"] + shortener.tally["bisected"] == 1)
+    caps = [0, *sorted(set().union(*(_changes(row[f]) for f in fields)))][:-1]
+    fitting_caps = [_fits(template, tokenizer, row=row, original=original, fields=fields,
+                          cap=cap, budget=budget) for cap in caps]
     monotone = fitting_caps == sorted(fitting_caps, reverse=True)
     if monotone or found == reference:
         assert found == reference
@@ -209,7 +223,7 @@ def test_the_search_finds_the_bisections_cut(tokenizers, case, passage, other, s
     assert fitting_caps[at] and (at + 1 == len(caps) or not fitting_caps[at + 1])
 
 
-@pytest.mark.parametrize(("dataset", "subset", "template", "length"), [
+@pytest.mark.parametrize("case", [
     ("wiki_hop", "original", "choose_best_object_interrogative_1", 256),
     ("wiki_hop", "original", "explain_relation", 200),
     ("quoref", None, "Answer Question Given Context", 300),
@@ -217,8 +231,8 @@ def test_the_search_finds_the_bisections_cut(tokenizers, case, passage, other, s
     ("cnn_dailymail", "3.0.0", "news_summary", 500),
 ])
 @pytest.mark.parametrize("name", ["sample", "dense", "t5-like"])
-def test_real_templates_fit_as_the_bisection_does(tokenizers, dataset, subset, template,
-                                                  length, name):
+def test_real_templates_fit_as_the_bisection_does(tokenizers, case, name):
+    dataset, subset, template, length = case
     entry = catalog().get(dataset, subset)
     rows = list(generate_rows(entry, "validation", 40, seed=3))
     if dataset == "wiki_hop":  # supports of ~30 paragraphs, as wiki_hop's often are

@@ -2,22 +2,23 @@
 words already have, confirmed by rendering and tokenizing only next to it.
 
 `shorten`'s rule cuts every passage field to a common cap, at a word boundary, and takes the
-largest cap whose render fits. The cut changes only where a field's word ends: between two
-such caps every cap gives the same render (`cut_points`), so the answer is the cap just below
+largest cap whose render fits. The cut changes only where a field's word ends (`Cuts`):
+between two such caps every cap gives the same render, so the answer is the cap just below
 the first of them that does not fit. The query's ids already say how many tokens each of its
-words has (`Tokenizer.word_lengths`); aligned with the words of each field where the render
-holds its text as it is, they estimate every cut's tokens (`Estimate`). `search` renders and
-tokenizes the cut the estimate names as the last that fits, and the one after it; each exact
-answer moves the estimate's anchor, so a miss by a word or two (a word glued to the template's
-text after the passage) costs one more render. The answer is taken only from exact renders: a
-cap that fits next to the first cap above it that does not, which is the bisection's answer
-whenever fitting is monotone in the cap. An estimate that does not settle within
-`MAX_PROBES` renders, or none at all (a model that does not split texts into words, words
-that do not line up), leaves the query to the bisection.
+words has (`Tokenizer.word_lengths`); where the query's text holds a field as it is, they say
+what each cut keeps (`Estimate`). `search` renders and tokenizes cap 0 (as the bisection,
+which gives up on a query whose passages emptied do not fit), the cut the estimate names as
+the last that fits, and the cut after it; each exact count re-anchors the estimate, so a miss
+by a word (a word glued to the template's text) costs one render more. The answer comes only
+from exact renders: a cut that fits next to the first one above it that does not, which is
+the bisection's answer whenever fitting is monotone in the cap. An estimate that does not
+settle within `MAX_ROUNDS` rounds of renders, or none at all (a model that does not split texts into
+words, words that do not line up), leaves the query to the bisection.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -26,11 +27,54 @@ import numpy as np
 from p3data.fewshot.pool import id_count
 from p3data.tokenize import Entry, Tokenizer
 
-MAX_PROBES = 4
+MAX_ROUNDS = 3
+UNFIT = -1  # `search`'s cap when even cap 0 does not fit
 # Python's whitespace (`str.isspace`, where `cut_text` cuts), by code point: none is above U+3000.
 _SPACE = np.array([chr(code).isspace() for code in range(0x3001)])
+_WORD_END = re.compile(r"(?<=\S)\s")
 # How much of a passage's start finds it in the query's text.
 _FIND_CHARS = 64
+
+Value = str | list[str]
+
+
+def _items(value: Value) -> list[str]:
+    return [value] if isinstance(value, str) else value
+
+
+def _length(value: Value) -> int:
+    return len(value) if isinstance(value, str) else sum(map(len, value))
+
+
+class Cuts:
+    """Where the passage fields' cut changes, as `cut_value` cuts them to a common cap: at
+    each word's end (a list's texts end to end, each one's end a word's) and each field's
+    length. `kept(value, cap)` is the rule's own cut, whose length is the cap's segment start."""
+
+    def __init__(self, values: Sequence[Value], kept: Callable[[Value, int], Value]):
+        self.values, self._kept = values, kept
+        self.longest = max(map(_length, values))
+
+    def start(self, cap: int) -> int:
+        """The largest cap at most `cap` at which the cut changes (0 if none): every cap from
+        it up to `cap` gives the same cut."""
+        return max(_length(self._kept(value, cap)) for value in self.values)
+
+    def after(self, cap: int) -> int:
+        """The smallest cap above `cap` at which the cut changes (`longest` if none)."""
+        found = [_after(value, cap) for value in self.values]
+        return min((after for after in found if after is not None), default=self.longest)
+
+
+def _after(value: Value, cap: int) -> int | None:
+    """The first cap above `cap` at which `value`'s cut changes (None if none)."""
+    offset = 0
+    for item in _items(value):
+        if cap < offset + len(item):
+            found = _WORD_END.search(item, max(cap - offset, 0) + 1)
+            return offset + (found.start() if found else len(item))
+        offset += len(item)
+    return None
 
 
 def _space_mask(text: str) -> np.ndarray:
@@ -49,96 +93,6 @@ def _words(text: str) -> tuple[np.ndarray, np.ndarray]:
     return edges[0::2], edges[1::2]
 
 
-@dataclass(frozen=True, slots=True)
-class _Field:
-    """A passage field's cut points (`cut_points`, in order), the tokens each adds (those of
-    the word ending there, 0 where a list's text ends without one), and the tokens of its
-    words that the query's text holds."""
-
-    points: np.ndarray
-    costs: np.ndarray
-    held: float
-
-
-def _field(value: str | list[str], *, text: str, starts: np.ndarray, lengths: np.ndarray,
-           rate: float) -> _Field:
-    """The field's cut points and their costs: a word's tokens as the query's ids have them
-    where the query's text holds the word as the field does (found by its start), else
-    `rate` per character and space."""
-    points, costs, held, found, offset = [], [], 0.0, 0, 0
-    for item in [value] if isinstance(value, str) else value:
-        item_starts, item_ends = _words(item)
-        cost = rate * (item_ends - item_starts + 1)
-        where = text.find(item[:_FIND_CHARS], found) if item else -1
-        if where >= 0:
-            shown = item_ends <= _common_prefix(text, where, item)
-            words = np.searchsorted(starts, where + item_starts[shown], side="right") - 1
-            cost[shown] = lengths[words]
-            held += float(cost[shown].sum())
-            found = where + len(item)
-        points.append(item_ends + offset)
-        costs.append(cost)
-        if not item_ends.size or item_ends[-1] != len(item):  # ends in a space, or is empty
-            points.append(np.array([offset + len(item)]))
-            costs.append(np.zeros(1))
-        offset += len(item)
-    return _Field(np.concatenate(points), np.concatenate(costs), held)
-
-
-def cut_points(value: str | list[str]) -> np.ndarray:
-    """The caps above 0 at which `cut_value(value, cap)` differs from the cap below: where a
-    word ends (a list's texts end to end, each one's end a word's), and the value's length."""
-    none = np.zeros(0, np.int64)
-    points = _field(value, text="", starts=none, lengths=none, rate=0.0).points
-    return np.unique(points[points > 0])
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """Every distinct cut of a query's passage fields, and what it is estimated to cost.
-
-    `caps[j]`: the j-th cap at which the fields' cut changes (`caps[0]` 0, the last the
-    longest field's length: the query as it is); `weights[j]`: tokens of the words that cut
-    keeps; `offset`: the query's tokens less the weights of the words its text holds, so that
-    `offset + weights[j]` estimates the tokens of the render at `caps[j]`.
-    """
-
-    caps: np.ndarray
-    weights: np.ndarray
-    offset: float
-
-    def first_over(self, budget: int, offset: float) -> int:
-        """The index of the first cap estimated over `budget` with this offset."""
-        return int(np.searchsorted(self.weights, budget - offset, side="right"))
-
-
-def estimate(values: Sequence[str | list[str]], text: str, ids: Entry,
-             tokenizer: Tokenizer) -> Estimate | None:
-    """The estimate for cutting `values` (the passage fields') in the query whose input is
-    `text` with these ids; None if the model does not split texts into words, or the text's
-    words and the ids' do not line up."""
-    lengths = tokenizer.word_lengths(ids)
-    starts = _words(text)[0]
-    if lengths is None or len(lengths) != len(starts) or not starts.size:
-        return None
-    tokens = id_count(ids)
-    rate = tokens / len(text)  # per character, for words the text does not hold
-    fields = [_field(value, text=text, starts=starts, lengths=lengths, rate=rate)
-              for value in values]
-    points = np.concatenate([field.points for field in fields])
-    costs = np.concatenate([field.costs for field in fields])
-    if len(fields) > 1:
-        order = np.argsort(points, kind="stable")
-        points, costs = points[order], costs[order]
-    last = np.ones(len(points), bool)  # the last of equal points, and above 0
-    last[:-1] = points[1:] != points[:-1]
-    last &= points > 0
-    cumulative = np.cumsum(costs)
-    return Estimate(np.concatenate(([0], points[last])),
-                    np.concatenate(([0.0], cumulative[last])),
-                    tokens - sum(field.held for field in fields))
-
-
 def _common_prefix(text: str, start: int, other: str) -> int:
     """How many characters of `other` `text` holds from `start` on."""
     if text.startswith(other, start):
@@ -153,6 +107,61 @@ def _common_prefix(text: str, start: int, other: str) -> int:
     return lo
 
 
+@dataclass(frozen=True)
+class Estimate:
+    """What each cut is estimated to cost: `weights[i]` tokens of the fields' words that end
+    at or below cap `caps[i]` (ascending, from 0), as the query's ids have them where its text
+    holds them, else at the query's tokens per character; `offset` the query's tokens less the
+    weights of the words its text holds. A cut's tokens: an exact count at another cut plus
+    the weights between them."""
+
+    caps: np.ndarray
+    weights: np.ndarray
+    offset: float
+
+    def weight(self, cap: int) -> float:
+        """The weights of the words a cut to `cap` keeps."""
+        return float(self.weights[np.searchsorted(self.caps, cap, side="right") - 1])
+
+    def last_within(self, weight: float) -> int:
+        """The largest cap whose kept words weigh at most `weight` (0 if none)."""
+        return int(self.caps[max(np.searchsorted(self.weights, weight, side="right") - 1, 0)])
+
+
+def estimate(values: Sequence[Value], text: str, ids: Entry,
+             tokenizer: Tokenizer) -> Estimate | None:
+    """The estimate for cutting `values` (the passage fields') in the query whose input is
+    `text` with these ids; None if the model does not split texts into words, or the text's
+    words and the ids' do not line up."""
+    lengths = tokenizer.word_lengths(ids)
+    starts, ends = _words(text)
+    if lengths is None or len(lengths) != len(starts) or not starts.size:
+        return None
+    tokens = id_count(ids)
+    rate = tokens / len(text)  # per character, for text the query does not hold
+    caps, weights, held = [np.zeros(1, np.int64)], [np.zeros(1)], 0.0
+    for value in values:
+        found, offset, done = 0, 0, None
+        for item in _items(value):
+            where = text.find(item[:_FIND_CHARS], found) if item else -1
+            shown = _common_prefix(text, where, item) if where >= 0 else 0
+            if shown:  # the query's words that hold the item's text as it is, and those
+                # between it and the list's text before (its markup, gone with it)
+                own = max(int(np.searchsorted(starts, where, side="right")) - 1, 0)
+                first = own if done is None else min(own, done)
+                done = int(np.searchsorted(starts, where + shown))
+                caps.append(np.clip(ends[first:done] - where, ends[own] - where, shown) + offset)
+                weights.append(lengths[first:done])
+                held += float(lengths[first:done].sum())
+                found = where + shown
+            caps.append(np.array([offset + len(item)]))
+            weights.append(np.array([rate * (len(item) - shown)]))
+            offset += len(item)
+    cap_array = np.concatenate(caps)
+    order = np.argsort(cap_array, kind="stable")  # fields' caps interleave
+    return Estimate(cap_array[order], np.cumsum(np.concatenate(weights)[order]), tokens - held)
+
+
 @dataclass(frozen=True, slots=True)
 class Probe:
     """An exact render at one cap: whether it fits, its tokens (None: the render changed the
@@ -163,31 +172,31 @@ class Probe:
     kept: object = None
 
 
-UNFIT = -1  # `search`'s cap when even cap 0 does not fit
-
-
-def search(plan: Estimate, budget: int,
-           probe: Callable[[int], Probe]) -> tuple[int, object] | None:
+def search(cuts: Cuts, plan: Estimate, budget: int,
+           probe: Callable[[list[int]], list[Probe]]) -> tuple[int, object] | None:
     """The largest cap below the first that does not fit, and what the probe of its render
     kept; (`UNFIT`, None) if cap 0 does not fit (as the bisection, which tries it first); None
-    if `MAX_PROBES` more renders did not find two neighbouring caps, one fitting and the next
-    not. The query itself, the last cap, does not fit."""
-    found = probe(0)
+    if `MAX_ROUNDS` more rounds of renders did not find two neighbouring cuts, one fitting and
+    the next not. The query itself, the longest field uncut, does not fit. Each round renders
+    the cut the estimate names as the last that fits and the one after it (`probe` measures
+    them together: their texts share all but a word)."""
+    [found] = probe([0])
     if not found.fits:
         return UNFIT, None
-    caps, weights = plan.caps, plan.weights
-    lo, hi, kept = 0, len(caps) - 1, found.kept  # caps[lo] fits, caps[hi] does not
+    lo, hi, kept = 0, cuts.longest, found.kept  # cuts at lo fit, at hi do not
     offset = plan.offset  # anchored at the query's own count: cap 0 is far from the cut
-    for _ in range(MAX_PROBES):
-        if hi - lo == 1:
-            break
-        first_over = min(max(plan.first_over(budget, offset), lo + 1), hi)
-        index = first_over - 1 if first_over - 1 > lo else first_over
-        found = probe(int(caps[index]))
-        if found.tokens is not None:  # anchored at an exact count from now on
-            offset = found.tokens - float(weights[index])
-        if found.fits:
-            lo, kept = index, found.kept
-        else:
-            hi = index
-    return (int(caps[hi]) - 1, kept) if hi - lo == 1 else None
+    for _ in range(MAX_ROUNDS):
+        above = cuts.after(lo)
+        if above >= hi:
+            return hi - 1, kept
+        guess = cuts.start(plan.last_within(budget - offset))
+        cap = guess if lo < guess < hi else above if guess <= lo else cuts.start(hi - 1)
+        caps = [cap, after] if (after := cuts.after(cap)) < hi else [cap]
+        for cap, found in zip(caps, probe(caps), strict=True):
+            if found.tokens is not None:  # anchored at an exact count from now on
+                offset = found.tokens - plan.weight(cap)
+            if not found.fits:
+                hi = cap
+                break
+            lo, kept = cap, found.kept
+    return (hi - 1, kept) if cuts.after(lo) >= hi else None

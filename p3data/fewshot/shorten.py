@@ -17,14 +17,13 @@ text, keeping its first items whole.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from p3data.fewshot.fitting import UNFIT, Probe, estimate, search
+from p3data.fewshot.fitting import UNFIT, Cuts, Probe, estimate, search
 from p3data.fewshot.pool import id_count
 from p3data.templates import CompiledTemplate, Rendered
 from p3data.tokenize import Entry, Tokenizer
@@ -111,11 +110,13 @@ class QueryShortener:
         unfit = FittedQuery(original, tokens, ids, fits=False)
         if not fields:
             return unfit
-        probe = functools.partial(self._probe, row, original, fields, budget=budget)
-        plan = estimate([row[name] for name in fields], original.inputs, ids, self.tokenizer)
-        found = None if plan is None else search(plan, budget, probe)
+        renders = _Renders(self, row, original, fields, budget=budget)
+        values = [row[name] for name in fields]
+        plan = estimate(values, original.inputs, ids, self.tokenizer)
+        found = None if plan is None else search(Cuts(values, cut_value), plan, budget,
+                                                 renders.probe)
         self.tally["bisected" if found is None else "estimated"] += 1
-        cap, best = self._bisect(probe, fields, row) if found is None else found
+        cap, best = self._bisect(renders.probe, fields, row) if found is None else found
         if cap == UNFIT:
             return unfit
         rendered, fitted_ids = best
@@ -124,18 +125,18 @@ class QueryShortener:
         return FittedQuery(rendered, fitted_tokens, fitted_ids, tokens - fitted_tokens, cut)
 
     @staticmethod
-    def _bisect(probe: Callable[[int], Probe], fields: list[str],
+    def _bisect(probe: Callable[[list[int]], list[Probe]], fields: list[str],
                 row: Mapping[str, Any]) -> tuple[int, Any]:
         """The largest cap that fits, by bisection over characters (`search`'s fallback, and
         its reference): the render at the longest field's length, the query, does not fit."""
         lo, hi = 0, max(_length(row[name]) for name in fields)
-        found = probe(lo)
+        [found] = probe([lo])
         if not found.fits:
             return UNFIT, None
         best = found.kept
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if (found := probe(mid)).fits:
+            if (found := probe([mid])[0]).fits:
                 lo, best = mid, found.kept
             else:
                 hi = mid
@@ -155,15 +156,32 @@ class QueryShortener:
         half = cut_value(row[name], _length(row[name]) // 2)
         return self._render(row, original, {name: half}) is not None
 
-    def _probe(self, row: Mapping[str, Any], original: Rendered, fields: list[str], cap: int, *,
-               budget: int) -> Probe:
-        """The render with every field cut to `cap` characters: whether it fits `budget`, its
-        tokens, and (kept) the render and its input's ids."""
-        self.tally["renders"] += 1
-        rendered = self._render(row, original, {name: cut_value(row[name], cap)
-                                                for name in fields})
-        if rendered is None:
-            return Probe(False, None)
-        ids = self.tokenizer.encode_packed([rendered.inputs], once=True)[0]
-        tokens = id_count(ids)
-        return Probe(tokens <= budget, tokens, (rendered, ids))
+
+class _Renders:
+    """One query's renders with its passage fields cut to a cap (`probe`), each tokenized."""
+
+    def __init__(self, shortener: QueryShortener, row: Mapping[str, Any], original: Rendered,
+                 fields: list[str], *, budget: int):
+        self.shortener, self.row, self.original = shortener, row, original
+        self.fields, self.budget = fields, budget
+
+    def probe(self, caps: list[int]) -> list[Probe]:
+        """Whether each render with every field cut to a cap fits the budget, its tokens, and
+        (kept) the render and its input's ids: tokenized together (cut renders come once; cap
+        0 leaves the template's own text, which recurs)."""
+        shortener = self.shortener
+        shortener.tally["renders"] += len(caps)
+        renders = [shortener._render(self.row, self.original, {
+            name: cut_value(self.row[name], cap) for name in self.fields}) for cap in caps]
+        shown = [rendered for rendered in renders if rendered is not None]
+        ids = iter(shortener.tokenizer.encode_packed([r.inputs for r in shown],
+                                                     once=0 not in caps))
+        probes = []
+        for rendered in renders:
+            if rendered is None:
+                probes.append(Probe(False, None))
+                continue
+            entry = next(ids)
+            tokens = id_count(entry)
+            probes.append(Probe(tokens <= self.budget, tokens, (rendered, entry)))
+        return probes
