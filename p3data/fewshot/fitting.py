@@ -31,6 +31,7 @@ MAX_ROUNDS = 3
 UNFIT = -1  # `search`'s cap when even cap 0 does not fit
 # Python's whitespace (`str.isspace`, where `cut_text` cuts), by code point: none is above U+3000.
 _SPACE = np.array([chr(code).isspace() for code in range(0x3001)])
+_ASCII_SPACE = bytes(_SPACE[:128].tolist() + [False] * 128)  # a `bytes.translate` table
 _WORD_END = re.compile(r"(?<=\S)\s")
 # How much of a passage's start finds it in the query's text.
 _FIND_CHARS = 64
@@ -77,18 +78,14 @@ def _after(value: Value, cap: int) -> int | None:
     return None
 
 
-def _space_mask(text: str) -> np.ndarray:
-    """Per character of `text`, whether it is whitespace."""
-    if text.isascii():
-        return _SPACE[np.frombuffer(text.encode("ascii"), np.uint8)]
-    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32)
-    return _SPACE[np.minimum(codes, len(_SPACE) - 1)] & (codes < len(_SPACE))
-
-
 def _words(text: str) -> tuple[np.ndarray, np.ndarray]:
     """Where each word (a run of non-whitespace) of `text` starts and ends."""
-    space = np.ones(len(text) + 2, bool)
-    space[1:-1] = _space_mask(text)
+    padded = f" {text} "
+    if padded.isascii():  # marked by table, in C
+        space = np.frombuffer(padded.encode("ascii").translate(_ASCII_SPACE), np.bool_)
+    else:
+        codes = np.frombuffer(padded.encode("utf-32-le", "surrogatepass"), np.uint32)
+        space = _SPACE[np.minimum(codes, len(_SPACE) - 1)] & (codes < len(_SPACE))
     edges = np.flatnonzero(space[1:] != space[:-1])
     return edges[0::2], edges[1::2]
 
@@ -121,11 +118,11 @@ class Estimate:
 
     def weight(self, cap: int) -> float:
         """The weights of the words a cut to `cap` keeps."""
-        return float(self.weights[np.searchsorted(self.caps, cap, side="right") - 1])
+        return float(self.weights[self.caps.searchsorted(cap, "right") - 1])
 
     def last_within(self, weight: float) -> int:
         """The largest cap whose kept words weigh at most `weight` (0 if none)."""
-        return int(self.caps[max(np.searchsorted(self.weights, weight, side="right") - 1, 0)])
+        return int(self.caps[max(self.weights.searchsorted(weight, "right") - 1, 0)])
 
 
 def estimate(values: Sequence[Value], text: str, ids: Entry,
@@ -139,7 +136,7 @@ def estimate(values: Sequence[Value], text: str, ids: Entry,
         return None
     tokens = id_count(ids)
     rate = tokens / len(text)  # per character, for text the query does not hold
-    caps, weights, held = [np.zeros(1, np.int64)], [np.zeros(1)], 0.0
+    caps, weights, held = [np.zeros(1, np.int64)], [np.zeros(1)], 0
     for value in values:
         found, offset, done = 0, 0, None
         for item in _items(value):
@@ -147,19 +144,21 @@ def estimate(values: Sequence[Value], text: str, ids: Entry,
             shown = _common_prefix(text, where, item) if where >= 0 else 0
             if shown:  # the query's words that hold the item's text as it is, and those
                 # between it and the list's text before (its markup, gone with it)
-                own = max(int(np.searchsorted(starts, where, side="right")) - 1, 0)
+                own = max(int(starts.searchsorted(where, "right")) - 1, 0)
                 first = own if done is None else min(own, done)
-                done = int(np.searchsorted(starts, where + shown))
-                caps.append(np.clip(ends[first:done] - where, ends[own] - where, shown) + offset)
+                done = int(starts.searchsorted(where + shown))
+                caps.append((ends[first:done] - where).clip(ends[own] - where, shown) + offset)
                 weights.append(lengths[first:done])
-                held += float(lengths[first:done].sum())
+                held += int(lengths[first:done].sum())
                 found = where + shown
             caps.append(np.array([offset + len(item)]))
             weights.append(np.array([rate * (len(item) - shown)]))
             offset += len(item)
-    cap_array = np.concatenate(caps)
-    order = np.argsort(cap_array, kind="stable")  # fields' caps interleave
-    return Estimate(cap_array[order], np.cumsum(np.concatenate(weights)[order]), tokens - held)
+    cap_array, weight_array = np.concatenate(caps), np.concatenate(weights)
+    if len(values) > 1:  # fields' caps interleave; a field's are in order
+        order = cap_array.argsort(kind="stable")
+        cap_array, weight_array = cap_array[order], weight_array[order]
+    return Estimate(cap_array, weight_array.cumsum(), tokens - held)
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,16 +133,31 @@ class Tokenizer:
         whitespace makes the words, it tells what cutting a text at a word costs in tokens."""
         if self.memo is None:
             return None
-        values = unpacked(ids.varints)
-        initial = self._word_initial[values]
-        initial[:1] = True  # a head, if the text has one, is counted as a word
-        bounds = np.concatenate((np.flatnonzero(initial), [len(values)]))
+        varints = ids.varints
+        if varints.isascii():  # every id below 128, a byte each: marked by table, in C
+            initial = np.frombuffer(varints.translate(self._word_initial_bytes), np.bool_)
+        else:
+            initial = self._word_initial[unpacked(varints)]
+        if not initial.size:
+            return np.zeros(0, np.int64)
+        starts = np.flatnonzero(initial)
+        if not starts.size or starts[0]:  # a text's head, before its first ▁, is a word too
+            starts = np.concatenate(([0], starts))
+        bounds = np.concatenate((starts, [len(initial)]))
         return bounds[1:] - bounds[:-1]
 
     @functools.cached_property
     def _word_initial(self) -> np.ndarray:
         """Per id, whether its piece starts with ▁ (begins a word)."""
         return np.array([p.piece.startswith(WORD_START) for p in self._proto.pieces])
+
+    @functools.cached_property
+    def _word_initial_bytes(self) -> bytes:
+        """`_word_initial` of the ids below 128, as a `bytes.translate` table (1: a word's)."""
+        table = bytearray(256)
+        first = self._word_initial[:128]
+        table[:len(first)] = first.astype(np.uint8).tobytes()
+        return bytes(table)
 
     def _entries(self, texts: Sequence[str], *, once: bool = False) -> list[Entry]:
         if not self._memoized:
