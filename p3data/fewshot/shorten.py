@@ -4,11 +4,13 @@ T0 cut the rendered prompt at 1,024 tokens from the end, which cuts the question
 choices off long passages (t-zero #39: 5 of wiki_hop's 9 prompts). Here the row's passage
 fields are shortened at a word boundary and the row rendered again, so the instruction,
 question and answer choices survive. The longest field is cut first, down to the length of the
-next, then both together, and so on (a common cap on their lengths, the largest that fits,
-found by bisection): promptsource cuts each `{{ }}` value at 2,048 characters, so two long
-fields can still pass 1,024 tokens. A field of at most `SHORT_FIELD_CHARS` (a question, a
-hypothesis) is never cut, nor one whose cutting changes the target or the answer choices (e.g.
-story_cloze's endings).
+next, then both together, and so on (a common cap on their lengths, the largest that fits):
+promptsource cuts each `{{ }}` value at 2,048 characters, so two long fields can still pass
+1,024 tokens. A field of at most `SHORT_FIELD_CHARS` (a question, a hypothesis) is never cut,
+nor one whose cutting changes the target or the answer choices (e.g. story_cloze's endings).
+The cap is found in token space (`fitting.search`: an estimate from the query's own ids,
+confirmed by exact renders next to the cut); the bisection over caps (`_bisect`) is its
+fallback and its reference: the same cap wherever fitting is monotone in the cap.
 
 Passage fields are the catalog's long free-text fields (`DatasetEntry.text_lengths`), else
 every text field the template reads; a list of texts (wiki_hop's `supports`) is cut as one

@@ -10,6 +10,9 @@ with `SentencePieceProcessor.encode`; whatever could break it sends the text, or
 model, to plain encoding. The cache asks for ids packed as varints (`encode_packed`), which is
 how the memo keeps them, and joins the ids of texts joined by a separator where the model makes
 them the whole text's (`join`: a few-shot prompt from its exemplars' ids and its query's).
+Texts that will not come again (`encode_packed(once=True)`: a passage cut to fit) leave their
+sentences and words in the memo, not themselves; `word_lengths` says how many of a text's ids
+each of its words has.
 `P3DATA_TOKENIZER_MEMO=0` (or `Tokenizer(memo=False)`) sends every text to plain encoding, and
 turns joining off: the same ids, for anyone who needs to rule the shortcuts out (joining also
 needs the memo's score magnitudes to guard unigram ties).
