@@ -252,3 +252,22 @@ def test_real_templates_fit_as_the_bisection_does(tokenizers, case, name):
     tally = shortener.tally
     assert tally["estimated"] > 5 and tally["bisected"] <= tally["estimated"] // 10
     assert tally["renders"] <= 4 * (tally["estimated"] + tally["bisected"])
+
+
+def test_a_text_tokenized_once_leaves_its_sentences_in_the_memo_not_itself():
+    """A passage cut to fit comes once: its sentences and words stay in the memo for the next
+    cut, its run of sentences and its rest (what only it has) do not push them out."""
+    tokenizer = Tokenizer(SAMPLE_VOCAB.read_bytes(), EXTRA_IDS)
+    words = [w for w in WORDS if w.isascii() and "<" not in w]
+    text = ". ".join(" ".join(words[i:i + 5]) for i in range(0, len(words) * 4, 3)) + " end"
+    plain = spm.SentencePieceProcessor(model_proto=with_extra_ids(SAMPLE_VOCAB.read_bytes(),
+                                                                  EXTRA_IDS))
+    assert tokenizer.encode([text]) == [plain.encode(text)]  # the memo's path, warmed up
+    held = set(tokenizer.memo._sentences)
+    cut = text[:len(text) // 2].rstrip()
+    [once] = tokenizer.encode_packed([cut], once=True)
+    assert tokenizer.word_lengths(once).sum() == len(plain.encode(cut))
+    added = set(tokenizer.memo._sentences) - held
+    assert all(". " not in key and not key.endswith("\0") for key in added)  # sentences only
+    assert tokenizer.encode_packed([cut])[0] == once  # remembered normally, the same ids
+    assert set(tokenizer.memo._sentences) - held > added

@@ -106,7 +106,7 @@ class WordMemo:
         for sentences in split:
             entry = joined(list(map(get, sentences)))
             if self._guard is not None and not trusted(entry):
-                entry = self._resegmented(sentences, math.frexp(entry.magnitude)[1])
+                entry = self._resegmented(sentences, math.frexp(entry.magnitude)[1], unkept)
                 self.stats.resegmented_texts += entry is not None
             found.append(entry)
         self.stats.texts += len(split)
@@ -173,7 +173,8 @@ class WordMemo:
                             if self._guard is not None else list(map(entry_of, encoded)))
         return len(keys)
 
-    def _resegmented(self, keys: list[str], exponent: int) -> Entry | None:
+    def _resegmented(self, keys: list[str], exponent: int,
+                     unkept: dict[str, Entry]) -> Entry | None:
         """The entry of a text (its sentence keys) whose score magnitude has this exponent,
         beyond that of some of its words, or None if it must be encoded plainly. Its words were
         segmented from this text's scores: it is never `trusted` joined to other text.
@@ -181,12 +182,13 @@ class WordMemo:
         Where no piece crosses a word boundary, SentencePiece's Viterbi reaches each word from
         one score: the float32 sum, in order, of the scores of the ids before it. Each
         untrusted word is segmented again from that score (`UnigramGuard.segmented`); the others
-        keep their ids (their exponents allow the text's magnitude).
+        keep their ids (their exponents allow the text's magnitude). `unkept`: the entries of
+        keys a text read `once` has, not in the memo.
         """
         entries: list[Entry] = []
         before: list[bytes] = []  # varints not yet summed into `score`
         score = 0.0
-        for part in self._parts(keys, exponent):
+        for part in self._parts(keys, exponent, unkept):
             if isinstance(part, str):
                 score = self._guard.summed(score, b"".join(before))
                 segmented = None if score is None else self._guard.segmented(part, score)
@@ -200,18 +202,21 @@ class WordMemo:
             entries.append(part)
         return joined(entries)._replace(exponent=NEVER)
 
-    def _parts(self, keys: list[str], exponent: int) -> list[Entry | str]:
+    def _parts(self, keys: list[str], exponent: int,
+               unkept: dict[str, Entry]) -> list[Entry | str]:
         """Sentence keys as entries that allow the exponent, and the normalized text of each
         word that does not, from runs down to sentences and words."""
         parts: list[Entry | str] = []
         for key in keys:
-            if key not in self._sentences:  # dropped by `bound` since
-                self._add_sentences({key})
-            entry = self._sentences[key]
+            entry = unkept.get(key)
+            if entry is None:
+                if key not in self._sentences:  # dropped by `bound` since
+                    self._add_sentences({key})
+                entry = self._sentences[key]
             if entry.exponent >= exponent:
                 parts.append(entry)
             elif self.raw and _is_run(key):
-                parts += self._parts(key.split(RAW_SENTENCE_END), exponent)
+                parts += self._parts(key.split(RAW_SENTENCE_END), exponent, unkept)
             else:
                 split = self._split_words([key])
                 self._add_words(split)
