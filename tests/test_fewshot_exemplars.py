@@ -9,6 +9,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from helpers.cache import tree
 from helpers.fewshot import TaskSplit, catalog, example_bytes, new_tokenizer, normalized, tokens
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,6 +20,7 @@ from p3data.fewshot import (
     ExemplarPool,
     FewshotSettings,
     FewshotStats,
+    PoolBuilder,
     assemble,
     draw_key,
     input_key,
@@ -263,3 +265,18 @@ def test_draws_are_keyed_exact_and_unambiguous():
     with pytest.raises(ValueError, match="n=0"):
         Draws(key).below(0)
     assert input_key("a  b\nc ") == input_key("a b c")
+
+
+def test_a_pool_collected_in_files_saves_the_same_pool(tmp_path):
+    """The pool stage's builders keep texts and ids in local files, not memory: the pool they
+    save is byte for byte the one built in memory, whatever order the batches came in."""
+    task = _long_task()
+    rows = len(task.rows)
+    spilled = PoolBuilder(task.settings, task.tokenizer, spill=tmp_path / "spill")
+    for start in reversed(range(0, rows, 7)):
+        spilled.add(task.renders(task.rows[start:start + 7], start))
+    assert len(spilled) == len(task.pool())
+    assert (tmp_path / "spill" / "texts.bin").stat().st_size > 20_000  # the texts went there
+    spilled.save(tmp_path / "spilled")
+    task.pool().save(tmp_path / "memory")
+    assert tree(tmp_path / "spilled") == tree(tmp_path / "memory")

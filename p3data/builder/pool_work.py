@@ -41,44 +41,45 @@ def _record(folder: str) -> str:
 
 
 def build_pool_parts(config: CacheConfig, unit: PoolUnit, tokenizer: Tokenizer) -> None:
-    """Write this source shard's part of every pool it feeds that lacks one."""
+    """Write this source shard's part of every pool it feeds that lacks one. The parts' texts
+    and ids go to local files as they come (`PoolBuilder`'s spill): a worker holds none of
+    them, however many templates and rows the shard has."""
     work, rows = config.workdir, [unit.shard.start, unit.shard.stop]
     pending = [pool for pool in unit.pools
                if _done(pool.part(work, unit.index), pool.fingerprint, rows) is None]
     if not pending:
         return
     failed: dict[str, tuple[str, str]] = {}  # pool name -> (why, traceback)
-    built: dict[str, ExemplarPool] = {}
-    try:
-        renderer = DatasetRenderer({p.template.id: p.template for p in pending}.values(),
-                                   config.seed)
-        builders = {pool.name: PoolBuilder(pool.settings, tokenizer) for pool in pending}
-        store = open_store(unit.entry, config.data_dir, config.rows_per_shard)
-        start = unit.shard.start
-        for batch in row_batches(store.read(unit.split, unit.shard)):
-            for name, outcomes in renderer.render_each(batch, start):
-                for pool in pending:
-                    if pool.template.name == name:
-                        builders[pool.name].add(outcomes)
-            start += len(batch)
+    with tempfile.TemporaryDirectory(prefix="p3data-pool-") as spill:
+        builders = {pool.name: PoolBuilder(pool.settings, tokenizer, spill=Path(spill, str(i)))
+                    for i, pool in enumerate(pending)}
+        try:
+            renderer = DatasetRenderer({p.template.id: p.template for p in pending}.values(),
+                                       config.seed)
+            store = open_store(unit.entry, config.data_dir, config.rows_per_shard)
+            start = unit.shard.start
+            for batch in row_batches(store.read(unit.split, unit.shard)):
+                for name, outcomes in renderer.render_each(batch, start):
+                    for pool in pending:
+                        if pool.template.name == name:
+                            builders[pool.name].add(outcomes)
+                start += len(batch)
+            for pool in pending:
+                if (broken := renderer.broken.get(pool.template.name)) is not None:
+                    failed[pool.name] = (f"its template cannot render: {broken}", "")
+        except P3DataError as err:  # e.g. an unreadable source file: fails the pools it feeds
+            failed = {pool.name: (str(err), "") for pool in pending}
+        except Exception as err:  # noqa: BLE001 - a bug fails these pools, not the run
+            if storage_refusal(err) is not None:  # a full disk: no later write fares better
+                raise
+            failed = {pool.name: describe_bug(err) for pool in pending}
         for pool in pending:
-            if (broken := renderer.broken.get(pool.template.name)) is not None:
-                failed[pool.name] = (f"its template cannot render: {broken}", "")
-            else:
-                built[pool.name] = builders[pool.name].finish()
-    except P3DataError as err:  # e.g. an unreadable source file: fails the pools it feeds
-        failed = {pool.name: (str(err), "") for pool in pending}
-    except Exception as err:  # noqa: BLE001 - a bug fails these pools, not the run
-        if storage_refusal(err) is not None:  # a full disk: no later write fares better
-            raise
-        failed = {pool.name: describe_bug(err) for pool in pending}
-    for pool in pending:
-        folder = pool.part(work, unit.index)
-        if pool.name in built:
-            _save(folder, built[pool.name].save)
-        why, text = failed.get(pool.name, ("", ""))
-        write_record(_record(folder), PoolRecord(pool.fingerprint, rows,
-                                                 len(built.get(pool.name, ())), why, text))
+            folder = pool.part(work, unit.index)
+            built = 0 if pool.name in failed else len(builders[pool.name])
+            if pool.name not in failed:
+                _save(folder, builders[pool.name].save)
+            why, text = failed.get(pool.name, ("", ""))
+            write_record(_record(folder), PoolRecord(pool.fingerprint, rows, built, why, text))
 
 
 def merge_pool(config: CacheConfig, pool: PoolSpec) -> None:

@@ -8,6 +8,7 @@ foundation, the templates, the datasets and T0's definitions. Bottom up:
 - `draws`: per-query random streams keyed by (seed, task, split, row);
 - `pool`: a template's exemplars over the pool split, rendered and measured once;
 - `select`: which exemplars a query is shown;
+- `fitting`: where an over-long query's cut falls, found in token space;
 - `shorten`: an over-long query's passage cut at a word boundary, the rest kept;
 - `example`: the prompt and the example's fields (`num_shots`, `exemplar_rows`);
 - `stats`: per task, shot histogram, fitted rows, tokens cut;

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import mmap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -165,42 +167,84 @@ def _mapped(path: Path) -> Blob:
 
 
 class PoolBuilder:
-    """Collects a pool split's renders by one template, batch by batch, in any order."""
+    """Collects a pool split's renders by one template, batch by batch, in any order: their
+    texts and ids end to end in two blobs, in memory or, with `spill` (a local folder), in
+    files there (the pool stage builds every template's pool of a source shard at once, and
+    so holds none of their texts), the rest in columns."""
 
-    def __init__(self, settings: FewshotSettings, tokenizer: Tokenizer):
+    def __init__(self, settings: FewshotSettings, tokenizer: Tokenizer,
+                 spill: Path | None = None):
         self.settings = settings
         self.tokenizer = tokenizer
-        self._rows: list[int] = []
-        self._costs: list[int] = []
-        self._keys: list[int] = []
-        self._texts: list[bytes] = []
-        self._entries: list[Entry] = []
+        self._columns: dict[str, list] = {name: [] for name in _COLUMNS}
+        self._lengths: dict[str, list[int]] = {name: [] for name in _BLOBS}
+        if spill is not None:
+            spill.mkdir(parents=True, exist_ok=True)
+        self._blobs: dict[str, BinaryIO] = {
+            name: (spill / name).open("w+b") if spill is not None else io.BytesIO()
+            for name in _BLOBS}
+
+    def __len__(self) -> int:
+        return len(self._columns["rows"])
 
     def add(self, outcomes: Sequence[Outcome]) -> None:
         """One batch of the template's outcomes over pool rows (each row once in all)."""
         usable = [o for o in outcomes if is_usable(o)]
         texts = [o.inputs + self.settings.exemplar_separator + o.targets for o in usable]
         ids = self.tokenizer.encode_packed([t + self.settings.example_separator for t in texts])
-        self._rows += [o.index for o in usable]
-        self._costs += [id_count(i) for i in ids]
-        self._keys += [input_key(o.inputs) for o in usable]
-        self._texts += [t.encode() for t in texts]
-        self._entries += ids
+        columns = self._columns
+        columns["rows"] += [o.index for o in usable]
+        columns["costs"] += [id_count(i) for i in ids]
+        columns["keys"] += [input_key(o.inputs) for o in usable]
+        columns["tokens"] += [e.tokens for e in ids]
+        columns["magnitudes"] += [e.magnitude for e in ids]
+        columns["exponents"] += [e.exponent for e in ids]
+        for name, parts in (("texts.bin", [t.encode() for t in texts]),
+                            ("ids.bin", [e.varints for e in ids])):
+            self._blobs[name].write(b"".join(parts))
+            self._lengths[name] += map(len, parts)
 
     def finish(self) -> ExemplarPool:
         """The pool, sorted by (cost, row): the same whichever order batches came in."""
-        entries = self._entries
-        columns = {"rows": self._rows, "costs": self._costs, "keys": self._keys,
-                   "tokens": [e.tokens for e in entries],
-                   "magnitudes": [e.magnitude for e in entries],
-                   "exponents": [e.exponent for e in entries]}
+        arrays, spans = self._sorted()
+        return ExemplarPool(arrays, {name: b"".join(parts) for name, parts in spans.items()})
+
+    def save(self, folder: str | Path) -> None:
+        """Write the pool into `folder`, as `ExemplarPool.save` writes `finish()`'s, its texts
+        and ids copied into place span by span (`spill`'s files are read memory-mapped)."""
+        arrays, spans = self._sorted()
+        folder = Path(folder)
+        _save_arrays(folder, arrays)
+        for name, parts in spans.items():
+            with (folder / name).open("wb") as blob:
+                for part in parts:
+                    blob.write(part)
+
+    def _sorted(self) -> tuple[dict[str, np.ndarray], dict[str, Iterator[bytes]]]:
+        """The pool's arrays, sorted by (cost, row), and its blobs' spans in that order."""
         order, arrays = _sorted_arrays({name: np.array(values, dtype=_COLUMNS[name])
-                                        for name, values in columns.items()})
-        blobs = {"texts.bin": [self._texts[i] for i in order],
-                 "ids.bin": [entries[i].varints for i in order]}
-        for name, parts in blobs.items():
-            arrays[_BLOBS[name]] = _offsets(np.array(list(map(len, parts)), dtype=np.int64))
-        return ExemplarPool(arrays, {name: b"".join(parts) for name, parts in blobs.items()})
+                                        for name, values in self._columns.items()})
+        spans = {}
+        for name, offsets in _BLOBS.items():
+            collected = _offsets(np.array(self._lengths[name], dtype=np.int64))
+            arrays[offsets] = _offsets(np.diff(collected)[order])
+            spans[name] = _spans(self._read(name), collected, order)
+        return arrays, spans
+
+    def _read(self, name: str) -> Blob:
+        """A blob's bytes as collected: in memory, or its spill file mapped."""
+        blob = self._blobs[name]
+        if isinstance(blob, io.BytesIO):
+            return blob.getbuffer().tobytes()
+        blob.flush()
+        return mmap.mmap(blob.fileno(), 0, access=mmap.ACCESS_READ) if blob.tell() else b""
+
+
+def _spans(data: Blob, offsets: np.ndarray, order: np.ndarray) -> Iterator[bytes]:
+    """The spans of `data` between consecutive `offsets`, in `order`."""
+    bounds = offsets.tolist()
+    for i in order.tolist():
+        yield data[bounds[i]:bounds[i + 1]]
 
 
 # The arrays with one value per exemplar, and their types.

@@ -90,21 +90,23 @@ class WordMemo:
         """Bytes of sentences and of words held (`BoundedMemo`)."""
         return self._sentences.bytes, self._words.bytes
 
-    def lookup(self, texts: list[str]) -> list[Entry | None]:
-        """Each text's entry, None where it must be encoded plainly."""
+    def lookup(self, texts: list[str], *, once: bool = False) -> list[Entry | None]:
+        """Each text's entry, None where it must be encoded plainly. `once`: the texts will not
+        come again (a passage cut to fit): their sentences are kept, their runs and rests
+        (raw text) not, so that they push nothing that recurs out of the memo."""
         split = (list(map(_raw_pieces, texts)) if self.raw
                  else list(map(_sentences, self._normalize(texts))))
         memo = self._sentences
         missing = set(filterfalse(memo.__contains__, chain.from_iterable(split)))
-        if missing:
-            self._add_sentences(missing)
+        unkept = self._add_sentences(missing, once=once) if missing else {}
+        get = memo.__getitem__ if not unkept else lambda key: unkept.get(key) or memo[key]
         self.stats.pieces += sum(map(len, split))
         self.stats.new_pieces += len(missing)
         found: list[Entry | None] = []
         for sentences in split:
-            entry = joined(list(map(memo.__getitem__, sentences)))
+            entry = joined(list(map(get, sentences)))
             if self._guard is not None and not trusted(entry):
-                entry = self._resegmented(sentences, math.frexp(entry.magnitude)[1])
+                entry = self._resegmented(sentences, math.frexp(entry.magnitude)[1], unkept)
                 self.stats.resegmented_texts += entry is not None
             found.append(entry)
         self.stats.texts += len(split)
@@ -113,26 +115,32 @@ class WordMemo:
         self._words.bound()
         return found
 
-    def _add_sentences(self, keys: set[str]) -> None:
+    def _add_sentences(self, keys: set[str], *, once: bool = False) -> dict[str, Entry]:
         """Add sentences and runs of them (raw text), a run joined from its sentences: each
-        sentence is normalized and segmented once, whichever run it comes in."""
+        sentence is normalized and segmented once, whichever run it comes in. `once`: runs and
+        rests are returned instead (what only these texts have)."""
         runs = [key for key in keys if _is_run(key)] if self.raw else []
         split_runs = [run.split(RAW_SENTENCE_END) for run in runs]
         sentences = keys.difference(runs).union(
             filterfalse(self._sentences.__contains__, chain.from_iterable(split_runs)))
-        if sentences:
-            self._add_single_sentences(list(sentences))
+        rests = [key for key in sentences if key.endswith(_CUT)] if once and self.raw else []
+        if kept := list(sentences.difference(rests)):
+            self._sentences.add(kept, self._segmented(kept))
         get = self._sentences.__getitem__
         entries = [joined(list(map(get, parts))) for parts in split_runs]
-        self._sentences.add(runs, entries)
+        if not once:
+            self._sentences.add(runs, entries)
+            return {}
+        return dict(zip(runs + rests, entries + self._segmented(rests), strict=True))
 
-    def _add_single_sentences(self, keys: list[str]) -> None:
+    def _segmented(self, keys: list[str]) -> list[Entry]:
+        """Single sentences' entries, from their words'."""
         split = self._split_words(keys)
         self.stats.new_words += self._add_words(split)
-        get = self._words.__getitem__
-        self._sentences.add(keys, [joined(list(map(get, words))) for words in split])
         self.stats.new_sentences += len(keys)
         self.stats.words += sum(map(len, split))
+        get = self._words.__getitem__
+        return [joined(list(map(get, words))) for words in split]
 
     def _split_words(self, keys: list[str]) -> list[list[str]]:
         """The word keys of sentence keys."""
@@ -165,7 +173,8 @@ class WordMemo:
                             if self._guard is not None else list(map(entry_of, encoded)))
         return len(keys)
 
-    def _resegmented(self, keys: list[str], exponent: int) -> Entry | None:
+    def _resegmented(self, keys: list[str], exponent: int,
+                     unkept: dict[str, Entry]) -> Entry | None:
         """The entry of a text (its sentence keys) whose score magnitude has this exponent,
         beyond that of some of its words, or None if it must be encoded plainly. Its words were
         segmented from this text's scores: it is never `trusted` joined to other text.
@@ -173,12 +182,13 @@ class WordMemo:
         Where no piece crosses a word boundary, SentencePiece's Viterbi reaches each word from
         one score: the float32 sum, in order, of the scores of the ids before it. Each
         untrusted word is segmented again from that score (`UnigramGuard.segmented`); the others
-        keep their ids (their exponents allow the text's magnitude).
+        keep their ids (their exponents allow the text's magnitude). `unkept`: the entries of
+        keys a text read `once` has, not in the memo.
         """
         entries: list[Entry] = []
         before: list[bytes] = []  # varints not yet summed into `score`
         score = 0.0
-        for part in self._parts(keys, exponent):
+        for part in self._parts(keys, exponent, unkept):
             if isinstance(part, str):
                 score = self._guard.summed(score, b"".join(before))
                 segmented = None if score is None else self._guard.segmented(part, score)
@@ -192,18 +202,21 @@ class WordMemo:
             entries.append(part)
         return joined(entries)._replace(exponent=NEVER)
 
-    def _parts(self, keys: list[str], exponent: int) -> list[Entry | str]:
+    def _parts(self, keys: list[str], exponent: int,
+               unkept: dict[str, Entry]) -> list[Entry | str]:
         """Sentence keys as entries that allow the exponent, and the normalized text of each
         word that does not, from runs down to sentences and words."""
         parts: list[Entry | str] = []
         for key in keys:
-            if key not in self._sentences:  # dropped by `bound` since
-                self._add_sentences({key})
-            entry = self._sentences[key]
+            entry = unkept.get(key)
+            if entry is None:
+                if key not in self._sentences:  # dropped by `bound` since
+                    self._add_sentences({key})
+                entry = self._sentences[key]
             if entry.exponent >= exponent:
                 parts.append(entry)
             elif self.raw and _is_run(key):
-                parts += self._parts(key.split(RAW_SENTENCE_END), exponent)
+                parts += self._parts(key.split(RAW_SENTENCE_END), exponent, unkept)
             else:
                 split = self._split_words([key])
                 self._add_words(split)

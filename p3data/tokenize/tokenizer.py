@@ -10,6 +10,9 @@ with `SentencePieceProcessor.encode`; whatever could break it sends the text, or
 model, to plain encoding. The cache asks for ids packed as varints (`encode_packed`), which is
 how the memo keeps them, and joins the ids of texts joined by a separator where the model makes
 them the whole text's (`join`: a few-shot prompt from its exemplars' ids and its query's).
+Texts that will not come again (`encode_packed(once=True)`: a passage cut to fit) leave their
+sentences and words in the memo, not themselves; `word_lengths` says how many of a text's ids
+each of its words has.
 `P3DATA_TOKENIZER_MEMO=0` (or `Tokenizer(memo=False)`) sends every text to plain encoding, and
 turns joining off: the same ids, for anyone who needs to rule the shortcuts out (joining also
 needs the memo's score magnitudes to guard unigram ties).
@@ -24,11 +27,12 @@ import os
 from collections.abc import Sequence
 from typing import Protocol
 
+import numpy as np
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from p3data.errors import P3DataError
-from p3data.tokenize.checks import PIECE, join_refusal, word_split_refusal
+from p3data.tokenize.checks import PIECE, WORD_START, join_refusal, word_split_refusal
 from p3data.tokenize.entries import NEVER, Entry, entry_of, joined, trusted
 from p3data.tokenize.memo import BoundedMemo, WordMemo
 from p3data.varints import unpacked
@@ -97,9 +101,11 @@ class Tokenizer:
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         return [unpacked(entry.varints).tolist() for entry in self._entries(texts)]
 
-    def encode_packed(self, texts: Sequence[str]) -> list[Entry]:
-        """`encode`'s ids, packed: as the memo keeps them (nothing per id)."""
-        return self._entries(texts)
+    def encode_packed(self, texts: Sequence[str], *, once: bool = False) -> list[Entry]:
+        """`encode`'s ids, packed: as the memo keeps them (nothing per id). `once`: texts that
+        will not come again (a passage cut to fit): the memo keeps their sentences and words,
+        not the texts themselves, so that they push nothing that recurs out of it."""
+        return self._entries(texts, once=once)
 
     def joins(self, separator: str) -> bool:
         """Whether `join` may join the ids of texts that `separator` joins (`join_refusal`)."""
@@ -123,7 +129,40 @@ class Tokenizer:
         entry = joined(list(parts))
         return entry if trusted(entry) else None
 
-    def _entries(self, texts: Sequence[str]) -> list[Entry]:
+    def word_lengths(self, ids: Packed) -> np.ndarray | None:
+        """How many ids each word of a text has, in order (`encode_packed`'s ids of it; a word
+        begins at each piece that starts with ▁, a text's head before the first), where the
+        model splits texts into words (`word_split_refusal`, the memo on); else None. Where raw
+        whitespace makes the words, it tells what cutting a text at a word costs in tokens."""
+        if self.memo is None:
+            return None
+        varints = ids.varints
+        if varints.isascii():  # every id below 128, a byte each: marked by table, in C
+            initial = np.frombuffer(varints.translate(self._word_initial_bytes), np.bool_)
+        else:
+            initial = self._word_initial[unpacked(varints)]
+        if not initial.size:
+            return np.zeros(0, np.int64)
+        starts = np.flatnonzero(initial)
+        if not starts.size or starts[0]:  # a text's head, before its first ▁, is a word too
+            starts = np.concatenate(([0], starts))
+        bounds = np.concatenate((starts, [len(initial)]))
+        return bounds[1:] - bounds[:-1]
+
+    @functools.cached_property
+    def _word_initial(self) -> np.ndarray:
+        """Per id, whether its piece starts with ▁ (begins a word)."""
+        return np.array([p.piece.startswith(WORD_START) for p in self._proto.pieces])
+
+    @functools.cached_property
+    def _word_initial_bytes(self) -> bytes:
+        """`_word_initial` of the ids below 128, as a `bytes.translate` table (1: a word's)."""
+        table = bytearray(256)
+        first = self._word_initial[:128]
+        table[:len(first)] = first.astype(np.uint8).tobytes()
+        return bytes(table)
+
+    def _entries(self, texts: Sequence[str], *, once: bool = False) -> list[Entry]:
         if not self._memoized:
             return list(map(_plain, self._processor.encode(list(texts), num_threads=1)))
         memo = self._texts
@@ -132,15 +171,16 @@ class Tokenizer:
         memo.touch(distinct)
         if not missing:
             return list(map(memo.__getitem__, texts))
-        encoded = dict(zip(missing, self._encode_distinct(missing), strict=True))
+        encoded = dict(zip(missing, self._encode_distinct(missing, once=once), strict=True))
         found = [encoded[t] if t in encoded else memo[t] for t in texts]
-        short = [t for t in encoded if len(t) <= MEMO_MAX_CHARS]
+        short = [t for t in encoded if len(t) <= MEMO_MAX_CHARS and not once]
         memo.add(short, [encoded[t] for t in short])
         memo.bound()
         return found
 
-    def _encode_distinct(self, texts: list[str]) -> list[Entry]:
-        found = self.memo.lookup(texts) if self.memo is not None else [None] * len(texts)
+    def _encode_distinct(self, texts: list[str], *, once: bool) -> list[Entry]:
+        found = (self.memo.lookup(texts, once=once) if self.memo is not None
+                 else [None] * len(texts))
         plain = [i for i, entry in enumerate(found) if entry is None]
         if plain:
             encoded = self._processor.encode([texts[i] for i in plain], num_threads=1)
