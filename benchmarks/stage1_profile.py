@@ -21,9 +21,9 @@ from cache_vs_stock import SHORT
 from common import write_mirror
 from long_text import LONG
 
+from p3data.builder import work_folder as work
 from p3data.builder.plan import CacheConfig, build_plan
 from p3data.builder.shard_work import process_unit
-from p3data.format import work
 from p3data.taskset import load_definitions
 from p3data.tokenize import Tokenizer
 from p3data.vocab import SAMPLE_VOCAB

@@ -43,7 +43,7 @@ from p3data.builder.plan import CacheConfig, CachePlan, TaskInfo
 from p3data.builder.pool_work import build_pool_parts, merge_pool
 from p3data.builder.shard_work import process_unit
 from p3data.builder.shipping import ShippedPlan, ship
-from p3data.format.work import SplitSummary, UnitMarker, write_record
+from p3data.builder.work_folder import SplitSummary, UnitMarker, write_record
 from p3data.tokenize import Tokenizer
 
 

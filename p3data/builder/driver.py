@@ -15,9 +15,9 @@ from p3data.builder.finalize import finalize_task
 from p3data.builder.folder import check_output_folder
 from p3data.builder.plan import CacheConfig, CachePlan, build_plan, task_folder, withdraw
 from p3data.builder.summary import RunResult
+from p3data.builder.work_folder import TaskStatus, read_record
 from p3data.format.cache_folder import is_complete
 from p3data.format.manifest import write_p3_index
-from p3data.format.work import TaskStatus, read_record
 from p3data.lock import output_lock
 from p3data.progress import MarkerProgress
 from p3data.t0 import TaskSpec

@@ -16,12 +16,12 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
+from p3data.builder import work_folder as work
 from p3data.builder.entries import EntryEncoder
 from p3data.builder.plan import CacheConfig, TaskOutput
 from p3data.builder.pool_work import load_pool
 from p3data.errors import P3DataError
 from p3data.fewshot import FewshotExample, FewshotPrompter, build_pool
-from p3data.format import work
 from p3data.format.example import (
     encode_entries,
     ids_entry,

@@ -25,6 +25,7 @@ import numpy as np
 
 from p3data import __version__, fs
 from p3data.batching import batched
+from p3data.builder import work_folder as work
 from p3data.builder.fingerprint import template_digest
 from p3data.builder.plan import (
     CacheConfig,
@@ -33,8 +34,9 @@ from p3data.builder.plan import (
     task_folder,
 )
 from p3data.builder.pools import fewshot_record
+from p3data.builder.work_folder import DealtPart, SplitSummary, TaskStatus
 from p3data.fewshot import FewshotStats, VariantSpec
-from p3data.format import layout, work
+from p3data.format import layout
 from p3data.format.example import encode_entries, wrap_entries
 from p3data.format.features import IDX, task_features
 from p3data.format.index import (
@@ -52,7 +54,6 @@ from p3data.format.manifest import (
     write_manifest,
 )
 from p3data.format.tfrecord import frame, read_frames, read_records
-from p3data.format.work import DealtPart, SplitSummary, TaskStatus
 from p3data.object_store import on_object_store
 from p3data.templates.render import RENDER_ERROR
 

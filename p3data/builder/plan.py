@@ -35,6 +35,7 @@ from p3data.builder.pools import (
     pool_units,
     variant_sources,
 )
+from p3data.builder.work_folder import SplitSummary, UnitMarker, WorkDir, read_record
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.shards import ROWS_PER_SHARD, Shard
@@ -51,7 +52,6 @@ from p3data.format.manifest import (
     SplitRecord,
     read_manifest,
 )
-from p3data.format.work import SplitSummary, UnitMarker, WorkDir, read_record
 from p3data.taskset import TaskDef
 from p3data.templates import Template
 from p3data.vocab import EXTRA_IDS

@@ -22,12 +22,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from p3data import fs
+from p3data.builder.work_folder import WorkDir
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.shards import Shard
 from p3data.fewshot import FewshotSettings, PoolSource, VariantSpec, pool_source, variant_name
 from p3data.format.manifest import EXEMPLARS
-from p3data.format.work import WorkDir
 from p3data.templates import Template
 
 Listed = Mapping[tuple[DatasetKey, str], tuple[list[Shard], dict]]  # a split's shards, identity

@@ -7,7 +7,6 @@ example_decoding  `tf.train.Example` bytes decoded: flat lists, or typed batches
 tfrecord          TFRecord framing, written and read with its checksums
 index             each output shard's record offsets, for random access (no seqio pattern sees it)
 manifest          p3data's typed, versioned `manifest.json` beside seqio's files
-work              the work folder a build keeps as it runs (parts, markers, summaries, statuses)
 cache_folder      a cache folder, read: its task folders, their task names, splits and shards
 verify            a whole cache checked strictly against its manifests (`p3data verify`)
 """
