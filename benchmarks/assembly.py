@@ -26,7 +26,8 @@ from common import write_mirror
 from p3data.pipelines.cache import graph_runner
 
 from p3data import fs
-from p3data.builder.plan import CacheConfig, CachePlan, build_plan
+from p3data.builder.jobs import CacheConfig, CachePlan
+from p3data.builder.planning import build_plan
 from p3data.builder.shard_work import process_unit
 from p3data.dataset_key import DatasetKey
 from p3data.format import layout

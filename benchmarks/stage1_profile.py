@@ -22,7 +22,8 @@ from common import write_mirror
 from long_text import LONG
 
 from p3data.builder import work_folder as work
-from p3data.builder.plan import CacheConfig, build_plan
+from p3data.builder.jobs import CacheConfig
+from p3data.builder.planning import build_plan
 from p3data.builder.shard_work import process_unit
 from p3data.taskset import load_definitions
 from p3data.tokenize import Tokenizer

@@ -6,7 +6,10 @@ import contextlib
 import difflib
 import errno
 import re
+import traceback
 from collections.abc import Collection, Iterator
+
+BUG_NOTE = "an unexpected error, a bug in p3data: please report it with the traceback"
 
 
 class P3DataError(Exception):
@@ -118,3 +121,9 @@ def _refused(number: int, path: object) -> str:
     a path ending in `/` is the folder itself)."""
     folder = str(path).rsplit("/", 1)[0] if path else ""
     return STORAGE_ERRNOS[number] + (f" writing in {folder}" if folder else "")
+
+
+def describe_bug(err: BaseException) -> tuple[str, str]:
+    """(one line for the summary, the traceback to print after it) of an unexpected error."""
+    text = "".join(traceback.format_exception(err))
+    return f"{BUG_NOTE} ({type(err).__name__}: {err})", text

@@ -29,17 +29,17 @@ import apache_beam as beam
 from p3data.pipelines.workers import service_refusals
 
 from p3data import fs
-from p3data.builder.finalize import (
+from p3data.builder.assembly import (
     PartJob,
     ShardJob,
     SplitAssembly,
     deal_part,
-    finalize_task,
     finish_split,
     plan_split,
     write_shard,
 )
-from p3data.builder.plan import CacheConfig, CachePlan, TaskInfo
+from p3data.builder.completion import finalize_task
+from p3data.builder.jobs import CacheConfig, CachePlan, TaskInfo
 from p3data.builder.pool_work import build_pool_parts, merge_pool
 from p3data.builder.shard_work import process_unit
 from p3data.builder.shipping import ShippedPlan, ship

@@ -21,7 +21,8 @@ from helpers.cache import P3DATA
 from helpers.venvs import ROOT
 
 from p3data import __version__, fs
-from p3data.builder.plan import CacheConfig, CachePlan, WorkUnit, build_plan
+from p3data.builder.jobs import CacheConfig, CachePlan, WorkUnit
+from p3data.builder.planning import build_plan
 from p3data.builder.shipping import ship
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.shards import ROWS_PER_SHARD

@@ -16,7 +16,7 @@ from helpers.cache import copy_samples, read_examples, run_cache, tree
 from helpers.fewshot import TaskSplit
 
 from p3data.builder.fingerprint import pool_fingerprint
-from p3data.builder.plan import CacheConfig
+from p3data.builder.jobs import CacheConfig
 from p3data.cli import main
 from p3data.datasets.stores import open_store
 from p3data.format.manifest import parse_manifest

@@ -48,7 +48,8 @@ def test_steps_carry_where_the_plan_is_and_a_process_reads_it_once(tmp_path):
     from p3data.pipelines import cache
 
     from p3data import fs
-    from p3data.builder.plan import CacheConfig, build_plan
+    from p3data.builder.jobs import CacheConfig
+    from p3data.builder.planning import build_plan
     from p3data.builder.shipping import ship
     from p3data.datasets.samples import SAMPLES_DIR
     from p3data.taskset import load_definitions

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from p3data.builder.plan import CacheConfig, build_plan
+from p3data.builder.jobs import CacheConfig
+from p3data.builder.planning import build_plan
 from p3data.cli import main
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.errors import DataNotFoundError, RowFileError, SourceError

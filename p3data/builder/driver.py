@@ -11,9 +11,10 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from p3data import fs
-from p3data.builder.finalize import finalize_task
+from p3data.builder.completion import finalize_task, withdraw
 from p3data.builder.folder import check_output_folder
-from p3data.builder.plan import CacheConfig, CachePlan, build_plan, task_folder, withdraw
+from p3data.builder.jobs import CacheConfig, CachePlan, task_folder
+from p3data.builder.planning import build_plan
 from p3data.builder.summary import RunResult
 from p3data.builder.work_folder import TaskStatus, read_record
 from p3data.format.cache_folder import is_complete

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 
 from p3data.builder import work_folder as work
 from p3data.builder.entries import EntryEncoder
-from p3data.builder.plan import CacheConfig, TaskOutput
+from p3data.builder.jobs import CacheConfig, TaskOutput
 from p3data.builder.pool_work import load_pool
 from p3data.errors import P3DataError
 from p3data.fewshot import FewshotExample, FewshotPrompter, build_pool

@@ -7,18 +7,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING
 
 from p3data import __version__
+from p3data.builder.jobs import CacheConfig
 from p3data.builder.pools import fewshot_record
 from p3data.fewshot import VariantSpec
 from p3data.fewshot.pool import POOL_FILES
 from p3data.format.manifest import EXEMPLARS, FORMAT_VERSION, PoolRef
 from p3data.taskset import TaskDef
 from p3data.templates import Template
-
-if TYPE_CHECKING:  # the settings' home imports this module
-    from p3data.builder.plan import CacheConfig
 
 
 def template_digest(template: Template) -> str:

@@ -23,11 +23,11 @@ from fsspec.implementations.local import LocalFileSystem
 
 from p3data import fs
 from p3data.batching import row_batches
-from p3data.builder.plan import CacheConfig, describe_bug
+from p3data.builder.jobs import CacheConfig
 from p3data.builder.pools import PoolSpec, PoolUnit
 from p3data.builder.work_folder import PoolRecord, read_record, write_record
 from p3data.datasets.stores import open_store
-from p3data.errors import P3DataError, storage_refusal, writing_in
+from p3data.errors import P3DataError, describe_bug, storage_refusal, writing_in
 from p3data.fewshot import ExemplarPool, PoolBuilder
 from p3data.fewshot.pool import POOL_FILES, merge_pools
 from p3data.templates import DatasetRenderer

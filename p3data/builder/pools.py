@@ -12,7 +12,7 @@ Its fingerprint covers the pool split's rows, the template, the separators, the 
 the templates' seed, so a rerun reuses exactly the pools of the same inputs. A variant split's
 `sources` entry names the pool's rows too (`EXEMPLARS`): new train rows rebuild the validation
 split that draws from them when it is built, and a run that would keep it as it is refuses
-(`plan.plan_task`). A pool split that is missing or empty fails the variants that draw from it
+(`planning.plan_task`). A pool split that is missing or empty fails the variants that draw from it
 before any work (`pool_refusal`), as an empty split fails a T0 task.
 """
 

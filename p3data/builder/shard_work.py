@@ -14,10 +14,10 @@ from p3data.batching import row_batches
 from p3data.builder import work_folder as work
 from p3data.builder.entries import EntryEncoder
 from p3data.builder.fewshot_work import VariantWriter
-from p3data.builder.plan import CacheConfig, TaskOutput, WorkUnit, describe_bug
+from p3data.builder.jobs import CacheConfig, TaskOutput, WorkUnit
 from p3data.datasets.schema import RowChecker
 from p3data.datasets.stores import open_store
-from p3data.errors import P3DataError, storage_refusal
+from p3data.errors import P3DataError, describe_bug, storage_refusal
 from p3data.format.example import packed_ids_entry, text_entry, wrap_entries
 from p3data.format.features import INPUTS, INPUTS_TEXT
 from p3data.format.tfrecord import frame_pieces

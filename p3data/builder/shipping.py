@@ -18,7 +18,7 @@ import zlib
 from dataclasses import dataclass
 
 from p3data import fs
-from p3data.builder.plan import CachePlan
+from p3data.builder.jobs import CachePlan
 
 _received: dict[str, CachePlan] = {}  # this process's plan, by path (the latest only)
 _receiving = threading.Lock()  # a worker's steps set up in several threads read it once

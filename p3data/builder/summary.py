@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from p3data.builder.plan import CachePlan
+from p3data.builder.jobs import CachePlan
 from p3data.fewshot import FewshotStats
 from p3data.fewshot.stats import STATS_COLUMNS, STATS_LEGEND
 from p3data.format import layout

@@ -103,7 +103,7 @@ class WorkDir:
 @dataclass(frozen=True)
 class UnitMarker:
     rows: int
-    key: str  # what the unit's parts were made for (see `builder.plan.WorkUnit.key`)
+    key: str  # what the unit's parts were made for (see `builder.jobs.WorkUnit.key`)
 
 
 @dataclass

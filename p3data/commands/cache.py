@@ -38,14 +38,14 @@ from p3data.datasets.stores import ENV_DATA_DIR, ENV_MANUAL_DIR, manual_dir, mir
 from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
-    from p3data.builder.plan import CacheConfig
+    from p3data.builder.jobs import CacheConfig
     from p3data.taskset import TaskDef
 
 
 def run(args: argparse.Namespace) -> int:
     from p3data import __version__
     from p3data.builder.driver import run_cache
-    from p3data.builder.plan import CacheConfig
+    from p3data.builder.jobs import CacheConfig
     from p3data.builder.summary import summary_table
     from p3data.taskset import load_definitions
     from p3data.vocab import read_vocabulary

@@ -1,6 +1,5 @@
-"""Stage 2: parts -> a seqio cache. Per task split: output shards, info and stats JSON; per
-task: `manifest.json`, then `COMPLETED` last, only when every split is complete and the
-folder holds exactly the files the manifest lists.
+"""Stage 2: parts -> a task split in seqio's layout: output shards with their record indexes,
+info and stats JSON, and the split's summary (what `completion` then lists in the manifest).
 
 Examples go to output shards round-robin in source order, so each shard is an even sample of
 the split and the same inputs always give the same bytes. A split is assembled in parallel and
@@ -11,8 +10,8 @@ the recorded lengths (`write_shard`, per shard); then `finish_split` writes the 
 every shard's digest. A split of one part needs no dealt file: its part is dealt straight into
 the output shards, whose names and digests go to `finish_split` through the graph.
 
-A rebuild first withdraws the old build (`plan.withdraw`, before any worker writes); the
-manifest written last lists the splits the run kept as they were too.
+A rebuild first withdraws the old build (`completion.withdraw`, before any worker writes),
+keeping the files of splits an earlier run of the same build assembled (`reusable_record`).
 """
 
 from __future__ import annotations
@@ -23,18 +22,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from p3data import __version__, fs
+from p3data import fs
 from p3data.batching import batched
 from p3data.builder import work_folder as work
-from p3data.builder.fingerprint import template_digest
-from p3data.builder.plan import (
-    CacheConfig,
-    TaskInfo,
-    reusable_record,
-    task_folder,
-)
-from p3data.builder.pools import fewshot_record
-from p3data.builder.work_folder import DealtPart, SplitSummary, TaskStatus
+from p3data.builder.jobs import CacheConfig, TaskInfo, task_folder
+from p3data.builder.work_folder import DealtPart, SplitSummary
 from p3data.fewshot import FewshotStats, VariantSpec
 from p3data.format import layout
 from p3data.format.example import encode_entries, wrap_entries
@@ -46,13 +38,7 @@ from p3data.format.index import (
     offsets_from_lengths,
     scan_offsets,
 )
-from p3data.format.manifest import (
-    Manifest,
-    SplitRecord,
-    TemplateRecord,
-    VocabularyRecord,
-    write_manifest,
-)
+from p3data.format.manifest import SplitRecord
 from p3data.format.tfrecord import frame, read_frames, read_records
 from p3data.object_store import on_object_store
 from p3data.templates.render import RENDER_ERROR
@@ -282,7 +268,7 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     rerun reuses it, and the marker that counts the split assembled (progress). On an object
     store they are uploaded together, in the background until the step's bundle ends (the
     task's last stage reads them, after a GroupByKey): a rerun reuses a summary only when
-    every file it lists was there (`plan.reusable_record`)."""
+    every file it lists was there (`reusable_record`)."""
     task, split, record = info.spec.name, assembly.split, assembly.record
     written = sum(layout.is_shard(name) for name in shards)
     if written != record.num_shards or len(shards) != 2 * written:
@@ -359,40 +345,12 @@ def _final_records(part, path: str, score_eval: bool, offset: int) -> Iterator[b
         yield frame(wrap_entries(before + idx + after))
 
 
-def finalize_task(config: CacheConfig, info: TaskInfo,
-                  summaries: list[SplitSummary]) -> TaskStatus:
-    """Write the manifest, then COMPLETED, if every split is complete and the folder holds
-    exactly the files the manifest lists."""
-    task = info.spec.name
-    by_split = {summary.split: summary for summary in summaries}
-    failed = [f"{split}: {s.failed}" for split, s in sorted(by_split.items()) if s.failed]
-    missing = [split for split in info.splits if split not in by_split]
-    if failed or missing:
-        tracebacks = [s.traceback for s in by_split.values() if s.traceback]
-        return TaskStatus("; ".join(failed + [f"{m}: not built" for m in missing]),
-                          tracebacks[:1])
-    records = {**info.kept, **{split: by_split[split].record for split in info.splits}}
-    listed = [split for split in info.spec.split_mapping if split in records]
-    folder = task_folder(config, task)
-    template = info.spec.template
-    manifest = Manifest(
-        p3data_version=__version__, task=task, fingerprint=info.fingerprint,
-        dataset=info.spec.entry.name,
-        template=TemplateRecord(template.name, template.id, template.origin,
-                                template_digest(template)),
-        score_eval=info.spec.score_eval, sources=info.sources,
-        split_mapping={s: info.spec.split_mapping[s] for s in listed},
-        vocabulary=VocabularyRecord(config.vocab_sha256, config.extra_ids),
-        seed=config.seed, layout="p3" if config.p3_layout else "seqio",
-        splits={split: records[split] for split in listed},
-        fewshot=fewshot_record(info.spec) if isinstance(info.spec, VariantSpec) else None)
-    present = set(fs.files_in(folder))
-    if absent := sorted(manifest.files - present):
-        return TaskStatus(f"{absent[0]} vanished from {folder} during the build")
-    strays = present - manifest.files - {layout.MANIFEST, layout.COMPLETED}
-    fs.delete([fs.join(folder, name) for name in sorted(strays)])
-    write_manifest(folder, manifest)  # replaces a manifest that recorded the kept splits
-    fs.write_bytes(fs.join(folder, layout.COMPLETED), b"")
-    fs.delete_tree(config.workdir.task(task), later=True)  # its work files, no longer read
-    return TaskStatus()
-
+def reusable_record(config: CacheConfig, info: TaskInfo, split: str) -> SplitRecord | None:
+    """A split an earlier run of this build assembled, with its files still in place when
+    the run was planned (withdrawing keeps them)."""
+    if split not in info.summaries:
+        return None
+    summary = work.read_record(config.workdir.split_summary(info.spec.name, split), SplitSummary)
+    if summary is None or summary.record is None or summary.fingerprint != info.fingerprint:
+        return None
+    return summary.record if set(summary.record.files) <= set(info.present) else None

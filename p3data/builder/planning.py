@@ -7,27 +7,27 @@ It lists the output folder once, whole (`fs.files_by_folder`): what every task f
 and which work records an earlier run left, so that nothing later asks the store file by file
 whether a record exists (on an object store each such question is a request).
 A task's folder is planned split by split: splits not asked for, and splits the same settings
-built from the same rows, are kept as they are. Before any worker writes, `withdraw` removes
-`COMPLETED`, then the manifest, then every file the build will not reuse, so a crash at any
-point leaves a folder seqio does not read as complete; the old manifest stays while it records
-kept splits, until the new one, listing them too, replaces it.
+built from the same rows, are kept as they are (`completion.withdraw` then removes the rest).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from p3data import fs, t0
-from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE
 from p3data.builder.fingerprint import canonical_json, exemplar_pool, task_fingerprint
+from p3data.builder.jobs import (
+    CacheConfig,
+    CachePlan,
+    SplitJob,
+    TaskInfo,
+    TaskOutput,
+    WorkUnit,
+    task_folder,
+)
 from p3data.builder.pools import (
     Listed,
     PoolSpec,
-    PoolUnit,
     VariantOutput,
     exemplar_rows,
     exemplar_split,
@@ -35,161 +35,16 @@ from p3data.builder.pools import (
     pool_units,
     variant_sources,
 )
-from p3data.builder.work_folder import SplitSummary, UnitMarker, WorkDir, read_record
+from p3data.builder.work_folder import UnitMarker, read_record
 from p3data.dataset_key import DatasetKey
-from p3data.datasets.catalog import DatasetEntry
-from p3data.datasets.shards import ROWS_PER_SHARD, Shard
+from p3data.datasets.shards import Shard
 from p3data.datasets.stores import open_store
-from p3data.errors import P3DataError
+from p3data.errors import P3DataError, describe_bug
 from p3data.fewshot import VariantSpec, pool_source
 from p3data.format import layout
 from p3data.format.cache_folder import is_complete, splits_present
-from p3data.format.manifest import (
-    EXEMPLARS,
-    Manifest,
-    ManifestError,
-    PoolRef,
-    SplitRecord,
-    read_manifest,
-)
+from p3data.format.manifest import EXEMPLARS, Manifest, ManifestError, read_manifest
 from p3data.taskset import TaskDef
-from p3data.templates import Template
-from p3data.vocab import EXTRA_IDS
-
-BUG_NOTE = "an unexpected error, a bug in p3data: please report it with the traceback"
-
-
-@dataclass(frozen=True)
-class TaskOutput:
-    """One task's share of a dataset split: which template, and whether it is a twin."""
-
-    task: str
-    split: str  # the task's split name (ANLI's dev_r1 is the task split "validation")
-    template: Template
-    score_eval: bool
-    fingerprint: str
-    variant: VariantOutput | None = None  # a few-shot variant's: how its prompts are made
-
-    @property
-    def with_choices(self) -> bool:
-        return self.template.answer_choices is not None
-
-
-@dataclass(frozen=True)
-class SplitJob:
-    """One pass over a dataset split serves every selected task that reads it."""
-
-    entry: DatasetEntry
-    source_split: str
-    outputs: tuple[TaskOutput, ...]
-
-
-@dataclass(frozen=True)
-class WorkUnit:
-    job: SplitJob
-    shard: Shard
-    index: int
-    count: int
-    earlier_parts: bool = True  # an earlier run left part records of it (False: none to read)
-
-    @property
-    def name(self) -> str:
-        entry = self.job.entry
-        return "__".join([entry.dataset, entry.subset or "", self.job.source_split,
-                          f"{self.index:05d}"])
-
-    @property
-    def rows(self) -> int:
-        return self.shard.stop - self.shard.start
-
-    @property
-    def key(self) -> str:
-        """What this unit's parts are made for; a marker with another key is from other work."""
-        outputs = sorted((o.task, o.split, o.fingerprint) for o in self.job.outputs)
-        payload = json.dumps([self.shard.start, self.shard.stop, outputs])
-        return hashlib.sha256(payload.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class CacheConfig:
-    """A run's settings: everything its workers need besides the tasks and the units."""
-
-    output_dir: str
-    vocab_model: bytes
-    data_dir: str | None = None
-    hub_root: str | None = None  # a copy of the Hub's layout; None: $P3DATA_HUB_ROOT or the Hub
-    extra_ids: int = EXTRA_IDS
-    seed: int = 0
-    shards: int | None = None  # output shards per split; None: about one per 10k examples
-    p3_layout: bool = False
-    rows_per_shard: int = ROWS_PER_SHARD  # source rows per unit of work (not in the output)
-    # A task split fails when more of its rows than this fail to render (drops by T0's row
-    # rule are not failures). Not in the fingerprint: it decides success, not the bytes.
-    max_error_rate: float = DEFAULT_MAX_ERROR_RATE
-    vocab_sha256: str = ""  # of `vocab_model`, set from it
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "output_dir", fs.canonical(self.output_dir))
-        if self.vocab_model:
-            object.__setattr__(self, "vocab_sha256", hashlib.sha256(self.vocab_model).hexdigest())
-
-    @property
-    def workdir(self) -> WorkDir:
-        return WorkDir(self.output_dir)
-
-
-@dataclass(frozen=True)
-class TaskInfo:
-    """What the finalize stage needs to know of one task being built: the splits to build, and
-    those its folder keeps as they are (not asked for, or built from the same rows before)."""
-
-    spec: TaskDef
-    fingerprint: str  # of the build its manifest will record, every split it lists
-    splits: tuple[str, ...]  # task splits to build
-    shard_counts: dict[str, int]  # task split -> source shards (= parts)
-    sources: dict[str, dict]  # task split -> identity of its rows, for every split listed
-    kept: dict[str, SplitRecord] = field(default_factory=dict)  # split -> its record as kept
-    present: tuple[str, ...] = ()  # the files its folder held when planned
-    summaries: tuple[str, ...] = ()  # splits an earlier run of it left a summary of
-    pools: dict[str, PoolRef] = field(default_factory=dict)  # split to build -> its exemplars
-
-
-@dataclass
-class CachePlan:
-    config: CacheConfig
-    units: list[WorkUnit] = field(default_factory=list)
-    pool_units: list[PoolUnit] = field(default_factory=list)  # the pools' parts, built first
-    tasks: dict[str, TaskInfo] = field(default_factory=dict)  # tasks to build
-    failed: dict[str, str] = field(default_factory=dict)  # task -> why it cannot be built
-    done: list[str] = field(default_factory=list)  # tasks already complete with this setup
-    skipped: list[str] = field(default_factory=list)  # tasks without any of the splits asked for
-    resumed: set[str] = field(default_factory=set)  # units an earlier run finished
-    tracebacks: list[str] = field(default_factory=list)  # of unexpected errors (bugs)
-    drift: dict[str, tuple[str, ...]] = field(default_factory=dict)  # dataset/split -> accepted
-
-    @property
-    def rows(self) -> int:
-        """Source rows still to process."""
-        return sum(unit.rows for unit in self.units if unit.name not in self.resumed)
-
-    @property
-    def resumed_rows(self) -> int:
-        return sum(unit.rows for unit in self.units if unit.name in self.resumed)
-
-    @property
-    def task_splits(self) -> int:
-        return sum(len(info.splits) for info in self.tasks.values())
-
-    @property
-    def pools(self) -> dict[str, PoolSpec]:
-        """The exemplar pools the pool units feed, by name."""
-        return {pool.name: pool for unit in self.pool_units for pool in unit.pools}
-
-
-def describe_bug(err: BaseException) -> tuple[str, str]:
-    """(one line for the summary, the traceback to print after it) of an unexpected error."""
-    text = "".join(traceback.format_exception(err))
-    return f"{BUG_NOTE} ({type(err).__name__}: {err})", text
 
 
 def _earlier_build(config: CacheConfig, spec: TaskDef, folder: str) -> Manifest | None:
@@ -245,41 +100,6 @@ def plan_task(config: CacheConfig, spec: TaskDef, sources: dict[str, dict],
     pools = {s: pool for s in build if (pool := exemplar_pool(config, spec, every[s]))}
     return TaskInfo(spec, fingerprint, build, {s: shard_counts[s] for s in build}, every, kept,
                     tuple(sorted(names)), summaries, pools)
-
-
-def task_folder(config: CacheConfig, task: str) -> str:
-    return layout.task_dir(config.output_dir, task, config.p3_layout)
-
-
-def reusable_record(config: CacheConfig, info: TaskInfo, split: str) -> SplitRecord | None:
-    """A split an earlier run of this build assembled, with its files still in place when
-    the run was planned (withdrawing keeps them)."""
-    if split not in info.summaries:
-        return None
-    summary = read_record(config.workdir.split_summary(info.spec.name, split), SplitSummary)
-    if summary is None or summary.record is None or summary.fingerprint != info.fingerprint:
-        return None
-    return summary.record if set(summary.record.files) <= set(info.present) else None
-
-
-def withdraw(config: CacheConfig, info: TaskInfo) -> None:
-    """Before a task is (re)built: remove COMPLETED, then the manifest (kept while it records
-    splits the build keeps, until the new one replaces it), then every file that neither a
-    kept split nor a reusable split of this build lists (old shards, other shard counts,
-    strays)."""
-    folder = task_folder(config, info.spec.name)
-    present = info.present
-    if not present:
-        return
-    keep = {name for record in info.kept.values() for name in record.files}
-    keep |= {name for split in info.splits
-             for name in getattr(reusable_record(config, info, split), "files", {})}
-    seals = (layout.COMPLETED,) if info.kept else (layout.COMPLETED, layout.MANIFEST)
-    for name in seals:  # one at a time, in this order: COMPLETED is never left alone
-        if name in present:
-            fs.delete([fs.join(folder, name)])
-    fs.delete([fs.join(folder, name) for name in present
-               if name not in keep and name not in (layout.COMPLETED, layout.MANIFEST)])
 
 
 def _check_splits(specs: Sequence[TaskDef], splits: Sequence[str]) -> None:
