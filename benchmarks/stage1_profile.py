@@ -81,7 +81,7 @@ def main() -> None:
         start = time.process_time()
         process_unit(config, unit, tokenizer)
         seconds += time.process_time() - start
-        examples += sum(work.read_record(config.workdir.part(o.task, o.split, unit.index, ".json"),
+        examples += sum(work.read_json(config.workdir.part(o.task, o.split, unit.index, ".json"),
                                          work.PartMeta).examples for o in unit.job.outputs)
     print(f"== {bench.name}: {len(plan.units)} source shards, {examples:,} examples: "
           f"{seconds:.2f} CPU-s, {examples / seconds:,.0f} examples/CPU-s; profiled:")

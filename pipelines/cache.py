@@ -35,15 +35,15 @@ from p3data.builder.assembly import (
     SplitAssembly,
     deal_part,
     finish_split,
-    plan_split,
+    triage_split,
     write_shard,
 )
-from p3data.builder.completion import finalize_task
+from p3data.builder.completion import complete_task
 from p3data.builder.jobs import CacheConfig, CachePlan, TaskInfo
 from p3data.builder.pool_work import build_pool_parts, merge_pool
 from p3data.builder.shard_work import process_unit
 from p3data.builder.shipping import ShippedPlan, ship
-from p3data.builder.work_folder import SplitSummary, UnitMarker, write_record
+from p3data.builder.work_folder import SplitSummary, UnitMarker, write_json
 from p3data.tokenize import Tokenizer
 
 
@@ -104,13 +104,13 @@ class RenderShard(_Tokenizing):
                 pools: Sequence[str] = ()) -> Iterator[tuple[tuple[str, str], int]]:
         unit = self.plan.units[index]
         if process_unit(self.config, unit, self.tokenizer):  # a failed unit is redone
-            write_record(self.config.workdir.unit_marker(unit.name),
+            write_json(self.config.workdir.unit_marker(unit.name),
                          UnitMarker(unit.rows, unit.key))
         for out in unit.job.outputs:
             yield (out.task, out.split), unit.index
 
 
-SplitPlan = SplitAssembly | SplitSummary  # what stage 2 does with a task split
+SplitTriage = SplitAssembly | SplitSummary  # what stage 2 does with a task split
 
 
 class _TasksDoFn(_PlanStep):
@@ -124,13 +124,13 @@ class _TasksDoFn(_PlanStep):
         fs.wait_for_writes()  # the bundle's uploads sent in the background (object stores)
 
 
-class PlanSplit(_TasksDoFn):
+class TriageSplit(_TasksDoFn):
     """Emits ((task, split), a `SplitAssembly`, or the `SplitSummary` of a split reused or
     failed as it stands)."""
 
-    def process(self, element) -> Iterator[tuple[tuple[str, str], SplitPlan]]:
+    def process(self, element) -> Iterator[tuple[tuple[str, str], SplitTriage]]:
         (task, split), _ = element
-        yield (task, split), plan_split(self.config, self.tasks[task], split)
+        yield (task, split), triage_split(self.config, self.tasks[task], split)
 
 
 class DealPart(_TasksDoFn):
@@ -170,7 +170,7 @@ class FinishSplit(_TasksDoFn):
             yield task, finish_split(self.config, self.tasks[task], plan, dict(joined["shards"]))
 
 
-def _part_jobs(element: tuple[tuple[str, str], SplitPlan]) -> tuple[PartJob, ...]:
+def _part_jobs(element: tuple[tuple[str, str], SplitTriage]) -> tuple[PartJob, ...]:
     _, plan = element
     return plan.parts if isinstance(plan, SplitAssembly) else ()
 
@@ -178,9 +178,9 @@ def _part_jobs(element: tuple[tuple[str, str], SplitPlan]) -> tuple[PartJob, ...
 class CompleteTask(_TasksDoFn):
     def process(self, element: tuple[str, Iterable[SplitSummary]]) -> Iterator[str]:
         task, summaries = element
-        status = finalize_task(self.config, self.tasks[task], list(summaries))
+        status = complete_task(self.config, self.tasks[task], list(summaries))
         if status.failed:  # a task completed says so itself: COMPLETED
-            write_record(self.config.workdir.task_status(task), status)
+            write_json(self.config.workdir.task_status(task), status)
         yield task
 
 
@@ -195,7 +195,7 @@ def build(pipeline: beam.Pipeline, plan: CachePlan, shipped: ShippedPlan) -> bea
         | "Spread units" >> beam.Reshuffle()
         | "Render and tokenize shards" >> beam.ParDo(RenderShard(shipped), *pools_ready)
         | "Group by task split" >> beam.GroupByKey()
-        | "Plan splits" >> beam.ParDo(PlanSplit(shipped))
+        | "Triage splits" >> beam.ParDo(TriageSplit(shipped))
     )
     shards = (
         plans

@@ -100,15 +100,16 @@ class SplitAssembly:
     parts: tuple[PartJob, ...]
 
 
-def plan_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummary | SplitAssembly:
-    """What stage 2 does with a task split: reuse an earlier run's result, fail it, or assemble
-    it (`SplitAssembly`)."""
+def triage_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummary | SplitAssembly:
+    """Sort a task split whose parts are all done: reuse an earlier run's result, fail it (a part
+    missing or failed, or too many rows failed), or sum its parts' records and give each part
+    its place in the output shards, to be assembled (`SplitAssembly`)."""
     task = info.spec.name
     if (record := reusable_record(config, info, split)) is not None:
         return SplitSummary(split, info.fingerprint, record)
     metas = []
     for index in range(info.shard_counts[split]):
-        meta = work.read_record(config.workdir.part(task, split, index, ".json"), work.PartMeta)
+        meta = work.read_json(config.workdir.part(task, split, index, ".json"), work.PartMeta)
         if meta is None or meta.fingerprint != info.fingerprint:
             return SplitSummary(split, failed=f"source shard {index} was not processed")
         metas.append(meta)
@@ -155,7 +156,7 @@ def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> list[dict[st
     else:
         dealt = _deal(path, work_dir.dealt(job.task, job.split, job.index, ".tfrecord"),
                       score_eval=info.spec.score_eval, job=job)
-    work.write_record(work_dir.dealt(job.task, job.split, job.index, ".json"), dealt)
+    work.write_json(work_dir.dealt(job.task, job.split, job.index, ".json"), dealt)
     return [{} for _ in range(job.shards)]
 
 
@@ -233,7 +234,7 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
     work_dir, folder = config.workdir, task_folder(config, job.task)
     name = layout.shard_name(job.split, job.index, job.shards)
     digest, lengths = hashlib.sha256(), []
-    dealt_parts = [work.read_record(work_dir.dealt(job.task, job.split, part, ".json"),
+    dealt_parts = [work.read_json(work_dir.dealt(job.task, job.split, part, ".json"),
                                     DealtPart) for part in range(info.shard_counts[job.split])]
     if missing := [part for part, dealt in enumerate(dealt_parts) if dealt is None]:
         raise RuntimeError(f"{job.task}/{job.split}: part {missing[0]} was not dealt")
@@ -284,7 +285,7 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     files.update((name, hashlib.sha256(text).hexdigest()) for name, text in texts.items())
     summary = SplitSummary(split, info.fingerprint, replace(record, files=files))
     fs.write_files({**{fs.join(folder, name): text for name, text in texts.items()},
-                    config.workdir.split_summary(task, split): work.record_bytes(summary),
+                    config.workdir.split_summary(task, split): work.json_bytes(summary),
                     config.workdir.assembled(task, split): b"{}"}, later=True)
     _free(config.workdir.dealt_parts(task, split))
     return summary
@@ -293,7 +294,7 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
 def _free(work_files: str) -> None:
     """Delete a split's dealt parts once its shards are written (a copy of its data): now
     on a disk; on an object store with the task's work folder once the task is complete,
-    in the background (`finalize_task`)."""
+    in the background (`complete_task`)."""
     if not on_object_store(work_files):
         fs.delete_tree(work_files)
 
@@ -350,7 +351,7 @@ def reusable_record(config: CacheConfig, info: TaskInfo, split: str) -> SplitRec
     the run was planned (withdrawing keeps them)."""
     if split not in info.summaries:
         return None
-    summary = work.read_record(config.workdir.split_summary(info.spec.name, split), SplitSummary)
+    summary = work.read_json(config.workdir.split_summary(info.spec.name, split), SplitSummary)
     if summary is None or summary.record is None or summary.fingerprint != info.fingerprint:
         return None
     return summary.record if set(summary.record.files) <= set(info.present) else None

@@ -4,7 +4,7 @@ holds.
 Before any worker writes, `withdraw` removes `COMPLETED`, then the manifest, then every file
 the build will not reuse, so a crash at any point leaves a folder seqio does not read as
 complete; the old manifest stays while it records kept splits, until the new one, listing them
-too, replaces it. Once every split is assembled (`assembly`), `finalize_task` writes the
+too, replaces it. Once every split is assembled (`assembly`), `complete_task` writes the
 manifest, then `COMPLETED` last.
 """
 
@@ -46,7 +46,7 @@ def withdraw(config: CacheConfig, info: TaskInfo) -> None:
                if name not in keep and name not in (layout.COMPLETED, layout.MANIFEST)])
 
 
-def finalize_task(config: CacheConfig, info: TaskInfo,
+def complete_task(config: CacheConfig, info: TaskInfo,
                   summaries: list[SplitSummary]) -> TaskStatus:
     """Write the manifest, then COMPLETED, if every split is complete and the folder holds
     exactly the files the manifest lists."""

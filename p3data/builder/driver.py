@@ -11,12 +11,12 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from p3data import fs
-from p3data.builder.completion import finalize_task, withdraw
+from p3data.builder.completion import complete_task, withdraw
 from p3data.builder.folder import check_output_folder
 from p3data.builder.jobs import CacheConfig, CachePlan, task_folder
 from p3data.builder.planning import build_plan
 from p3data.builder.summary import RunResult
-from p3data.builder.work_folder import TaskStatus, read_record
+from p3data.builder.work_folder import TaskStatus, read_json
 from p3data.format.cache_folder import is_complete
 from p3data.format.manifest import write_p3_index
 from p3data.lock import output_lock
@@ -47,7 +47,7 @@ def run_cache(config: CacheConfig, specs: Sequence[TaskSpec], *, run_graph: Grap
             fs.delete(fs.glob(config.workdir.task_statuses))  # (earlier runs' are outdated)
         if plan.units:
             _run_graph(plan, run_graph, progress_every, out)
-        statuses = {task: finalize_task(config, info, []) for task, info in plan.tasks.items()
+        statuses = {task: complete_task(config, info, []) for task, info in plan.tasks.items()
                     if not info.splits}  # it keeps every split as it is: a new manifest only
         listing = fs.files_by_folder(config.output_dir) if len(statuses) < len(plan.tasks) else {}
         for task in plan.tasks:
@@ -70,7 +70,7 @@ def _verdict(config: CacheConfig, task: str, listing: dict[str, list[str]]) -> T
     any older one), else failed for the reason its last stage recorded."""
     if is_complete(listing.get(task_folder(config, task), [])):
         return TaskStatus()
-    return read_record(config.workdir.task_status(task), TaskStatus) or TaskStatus(
+    return read_json(config.workdir.task_status(task), TaskStatus) or TaskStatus(
         "the pipeline ended without finishing this task")
 
 

@@ -104,8 +104,8 @@ class CacheConfig:
 
 @dataclass(frozen=True)
 class TaskInfo:
-    """What the finalize stage needs to know of one task being built: the splits to build, and
-    those its folder keeps as they are (not asked for, or built from the same rows before)."""
+    """What assembly and completion need to know of one task being built: the splits to build,
+    and those its folder keeps as they are (not asked for, or built from the same rows before)."""
 
     spec: TaskDef
     fingerprint: str  # of the build its manifest will record, every split it lists

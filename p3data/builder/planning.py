@@ -35,7 +35,7 @@ from p3data.builder.pools import (
     pool_units,
     variant_sources,
 )
-from p3data.builder.work_folder import UnitMarker, read_record
+from p3data.builder.work_folder import UnitMarker, read_json
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.shards import Shard
 from p3data.datasets.stores import open_store
@@ -213,5 +213,5 @@ def _earlier_parts(config: CacheConfig, job: SplitJob, index: int,
 def _unit_done(config: CacheConfig, unit: WorkUnit, listing: dict[str, list[str]]) -> bool:
     """An earlier run finished this very unit (its marker carries the same key)."""
     path = config.workdir.unit_marker(unit.name)
-    marker = read_record(path, UnitMarker) if _listed(path, listing) else None
+    marker = read_json(path, UnitMarker) if _listed(path, listing) else None
     return marker is not None and marker.key == unit.key

@@ -25,7 +25,7 @@ from p3data import fs
 from p3data.batching import row_batches
 from p3data.builder.jobs import CacheConfig
 from p3data.builder.pools import PoolSpec, PoolUnit
-from p3data.builder.work_folder import PoolRecord, read_record, write_record
+from p3data.builder.work_folder import PoolRecord, read_json, write_json
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError, describe_bug, storage_refusal, writing_in
 from p3data.fewshot import ExemplarPool, PoolBuilder
@@ -79,7 +79,7 @@ def build_pool_parts(config: CacheConfig, unit: PoolUnit, tokenizer: Tokenizer) 
             if pool.name not in failed:
                 _save(folder, builders[pool.name].save)
             why, text = failed.get(pool.name, ("", ""))
-            write_record(_record(folder), PoolRecord(pool.fingerprint, rows, built, why, text))
+            write_json(_record(folder), PoolRecord(pool.fingerprint, rows, built, why, text))
 
 
 def merge_pool(config: CacheConfig, pool: PoolSpec) -> None:
@@ -88,7 +88,7 @@ def merge_pool(config: CacheConfig, pool: PoolSpec) -> None:
     work, merged = config.workdir, pool.merged(config.workdir)
     if _done(merged, pool.fingerprint) is not None:
         return
-    parts = [read_record(_record(pool.part(work, i)), PoolRecord) for i in range(pool.shards)]
+    parts = [read_json(_record(pool.part(work, i)), PoolRecord) for i in range(pool.shards)]
     why = text = ""
     if missing := [i for i, part in enumerate(parts) if part is None
                    or part.fingerprint != pool.fingerprint]:
@@ -98,7 +98,7 @@ def merge_pool(config: CacheConfig, pool: PoolSpec) -> None:
     else:
         loaded = [_open(pool.part(work, i)) for i in range(pool.shards)]
         _save(merged, functools.partial(merge_pools, loaded))
-    write_record(_record(merged), PoolRecord(pool.fingerprint, [], sum(
+    write_json(_record(merged), PoolRecord(pool.fingerprint, [], sum(
         part.exemplars for part in parts if part is not None), why, text))
 
 
@@ -116,7 +116,7 @@ def load_pool(config: CacheConfig, pool: PoolSpec) -> ExemplarPool:
 
 def _done(folder: str, fingerprint: str, rows: list[int] | None = None) -> PoolRecord | None:
     """The folder's record if it is of this very pool (or part of its rows)."""
-    record = read_record(_record(folder), PoolRecord)
+    record = read_json(_record(folder), PoolRecord)
     if record is None or record.fingerprint != fingerprint or (
             rows is not None and record.rows != rows):
         return None

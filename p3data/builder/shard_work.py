@@ -32,7 +32,7 @@ def _pending(config: CacheConfig, unit: WorkUnit) -> list[TaskOutput]:
         return list(unit.job.outputs)
     pending = []
     for out in unit.job.outputs:
-        meta = work.read_record(config.workdir.part(out.task, out.split, unit.index, ".json"),
+        meta = work.read_json(config.workdir.part(out.task, out.split, unit.index, ".json"),
                                 work.PartMeta)
         if meta is None or meta.failed or (meta.fingerprint, meta.rows) != (
                 out.fingerprint, _rows(unit)):
@@ -61,7 +61,7 @@ def process_unit(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer) -> b
             reason, text = describe_bug(err)
             for meta in metas.values():
                 meta.failed, meta.traceback = reason, text
-        work.write_records({  # metas last: they mark the parts complete
+        work.write_json_files({  # metas last: they mark the parts complete
             config.workdir.part(out.task, out.split, unit.index, ".json"): metas[out.task]
             for out in pending})
     return not any(meta.failed for meta in metas.values())

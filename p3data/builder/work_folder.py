@@ -175,21 +175,21 @@ class TaskStatus:
     tracebacks: list[str] = field(default_factory=list)
 
 
-def write_record(path: str, record: object) -> None:
-    fs.write_bytes(path, record_bytes(record))
+def write_json(path: str, record: object) -> None:
+    fs.write_bytes(path, json_bytes(record))
 
 
-def write_records(records: dict[str, object]) -> None:
+def write_json_files(records: dict[str, object]) -> None:
     """Several records by path, in no set order (on an object store, concurrently)."""
-    fs.write_files({path: record_bytes(record) for path, record in records.items()})
+    fs.write_files({path: json_bytes(record) for path, record in records.items()})
 
 
-def record_bytes(record: object) -> bytes:
+def json_bytes(record: object) -> bytes:
     """A record as its file holds it (JSON)."""
     return json.dumps(msgspec.to_builtins(record), sort_keys=True).encode()
 
 
-def read_record(path: str, kind: type[Record]) -> Record | None:
+def read_json(path: str, kind: type[Record]) -> Record | None:
     """The record at `path`; None when there is none or it cannot be read (it is redone)."""
     try:
         return msgspec.convert(json.loads(fs.read_bytes(path)), kind)
