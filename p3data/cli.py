@@ -33,12 +33,10 @@ from p3data.commands import (
 )
 from p3data.commands.extras import missing_extra
 from p3data.commands.options import option_hint
-from p3data.errors import P3DataError, storage_refusal
+from p3data.errors import BUG, P3DataError, storage_refusal
 
 COMMANDS = (render, tasks, fetch, cache, verify, compare, peek, vocab, lint, validate, plan,
             overlap, report, export, index)
-BUG = ("p3data: this is a bug in p3data, not a mistake of yours: please report it with the "
-       "traceback above")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
         traceback.print_exc()
-        print(BUG, file=sys.stderr)
+        print(f"p3data: this is {BUG} above", file=sys.stderr)
         return 1
 
 

@@ -9,7 +9,9 @@ import re
 import traceback
 from collections.abc import Collection, Iterator
 
-BUG_NOTE = "an unexpected error, a bug in p3data: please report it with the traceback"
+# What p3data says of an unexpected error, wherever it is reported (the command line, a run's
+# summary): it is p3data's, and its traceback is what to report.
+BUG = "a bug in p3data, not a mistake of yours: please report it with the traceback"
 
 
 class P3DataError(Exception):
@@ -126,4 +128,4 @@ def _refused(number: int, path: object) -> str:
 def describe_bug(err: BaseException) -> tuple[str, str]:
     """(one line for the summary, the traceback to print after it) of an unexpected error."""
     text = "".join(traceback.format_exception(err))
-    return f"{BUG_NOTE} ({type(err).__name__}: {err})", text
+    return f"an unexpected error, {BUG} ({type(err).__name__}: {err})", text

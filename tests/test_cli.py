@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from helpers.cache import P3DATA
 
-from p3data.cli import BUG, build_parser, main
+from p3data.cli import build_parser, main
 from p3data.commands import tasks
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.stores import ENV_DATA_DIR
-from p3data.errors import P3DataError
+from p3data.errors import BUG, P3DataError
 
 COPA = SAMPLES_DIR / "super_glue" / "copa"
 
@@ -81,7 +81,7 @@ def test_a_bug_keeps_its_traceback_and_says_to_report_it(monkeypatch, capsys):
     assert main(["list"]) == 1
     err = capsys.readouterr().err
     assert "Traceback (most recent call last)" in err and "KeyError: 'some_key'" in err
-    assert err.splitlines()[-1] == BUG and "p3data: error" not in err
+    assert err.splitlines()[-1] == f"p3data: this is {BUG} above" and "p3data: error" not in err
 
 
 def test_deliberate_errors_are_one_line_with_exit_2(monkeypatch, capsys):
