@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import dataclasses
 import math
 import subprocess
 import sys
@@ -14,16 +15,24 @@ import pytest
 from helpers.fewshot import definitions, taskset
 
 from p3data import t0
+from p3data.builder.fingerprint import pool_fingerprint, task_fingerprint
+from p3data.builder.jobs import CacheConfig
 from p3data.errors import P3DataError
 from p3data.fewshot import (
     FewshotSettings,
+    VariantSpec,
     all_variants,
     default_ratio,
     default_variant_mixtures,
     define_variant_mixture,
     variant_name,
 )
-from p3data.fewshot.settings import MIN_INPUT_LENGTH
+from p3data.fewshot.settings import (
+    MIN_INPUT_LENGTH,
+    NOT_IN_PROMPTS,
+    POOL_SETTINGS,
+    PROMPT_SETTINGS,
+)
 
 PACKAGE = Path(__file__).parent.parent / "p3data" / "fewshot"
 
@@ -95,6 +104,42 @@ def test_settings_that_change_prompts_need_a_label_which_names_their_tasks():
     assert variant_name("rte_x", 3, settings.label) == "rte_x_3shot_len512"
     # the rate split changes no prompt: no label needed
     assert FewshotSettings(ratio={0: 0.25, 1: 0.25, 3: 0.25, 5: 0.25}).label == ""
+
+
+def test_every_setting_decides_prompt_bytes_or_says_why_not():
+    """A new setting fails here until it is classified: in the record that a variant's
+    fingerprints and manifest are made of, or declared to decide no byte of its prompts."""
+    names = [setting.name for setting in dataclasses.fields(FewshotSettings)]
+    assert sorted(names) == sorted([*PROMPT_SETTINGS, *NOT_IN_PROMPTS])  # each exactly once
+    assert set(POOL_SETTINGS) <= set(PROMPT_SETTINGS)
+
+
+RTE = "super_glue_rte_GPT_3_style"
+CHANGED = {"exemplar_separator": "\n", "example_separator": "\n###\n", "input_length": 512,
+           "seed": 3, "shots": (0, 1, 3), "ratio": {0: 0.25, 1: 0.25, 3: 0.25, 5: 0.25}}
+
+
+@pytest.mark.parametrize("name", sorted(CHANGED))
+def test_a_setting_changes_fingerprints_and_manifest_exactly_when_it_decides_bytes(name, tmp_path):
+    """(Same label on both sides: a label changes task names, so every fingerprint.)"""
+    config = CacheConfig(output_dir=str(tmp_path), vocab_model=b"a model")
+
+    def identity(**changes) -> tuple[str, str, dict]:
+        spec = VariantSpec(taskset().task(RTE), 3, FewshotSettings(label="x", **changes))
+        return (task_fingerprint(config, spec, {}), pool_fingerprint(config, spec, "train", {}),
+                spec.prompt_record())
+
+    (task, pool, record), changed = identity(), identity(**{name: CHANGED[name]})
+    assert (task != changed[0]) == (record != changed[2]) == (name in PROMPT_SETTINGS)
+    assert (pool != changed[1]) == (name in POOL_SETTINGS)
+
+
+def test_a_variants_prompt_record_is_what_manifests_and_fingerprints_hold():
+    """Changing a key or a value here rebuilds every variant an existing cache holds."""
+    spec = VariantSpec(taskset().task(RTE), 3, FewshotSettings())
+    assert spec.prompt_record() == {
+        "task": RTE, "shots": 3, "draw_task": RTE, "exemplar_separator": "\n\n",
+        "example_separator": "\n\n\n", "input_length": 1024, "seed": 0}
 
 
 def test_every_t0_task_has_a_variant_per_shot_count_and_no_name_collides():

@@ -10,7 +10,6 @@ import json
 
 from p3data import __version__
 from p3data.builder.jobs import CacheConfig
-from p3data.builder.pools import fewshot_record
 from p3data.fewshot import VariantSpec
 from p3data.fewshot.pool import POOL_FILES
 from p3data.format.manifest import EXEMPLARS, FORMAT_VERSION, PoolRef
@@ -37,16 +36,16 @@ def task_fingerprint(config: CacheConfig, spec: TaskDef, sources: dict) -> str:
         "seed": config.seed, "shards": config.shards, "p3_layout": config.p3_layout,
     }
     if isinstance(spec, VariantSpec):  # what makes its prompts (T0's tasks have no such key)
-        payload["fewshot"] = fewshot_record(spec)
+        payload["fewshot"] = spec.prompt_record()
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
 def pool_fingerprint(config: CacheConfig, spec: VariantSpec, split: str,
                      identity: dict) -> str:
-    settings = spec.settings
     payload = {"p3data": __version__, "format": FORMAT_VERSION, "dataset": spec.entry.name,
                "split": split, "template": [spec.template.id, template_digest(spec.template)],
-               "separators": [settings.exemplar_separator, settings.example_separator],
+               # the settings that make its texts (keyed as when they were the separators alone)
+               "separators": list(spec.settings.pool_record().values()),
                "rows": identity, "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
                "seed": config.seed, "files": POOL_FILES}  # a pool of other files is rebuilt
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()

@@ -133,15 +133,6 @@ def pool_refusal(spec: VariantSpec, splits: Sequence[str], listed: Listed,
     return None
 
 
-def fewshot_record(spec: VariantSpec) -> dict:
-    """What makes a variant's prompts, as its fingerprint and manifest record it."""
-    settings = spec.settings
-    return {"task": spec.base.name, "shots": spec.shots, "draw_task": spec.draw_task,
-            "exemplar_separator": settings.exemplar_separator,
-            "example_separator": settings.example_separator,
-            "input_length": settings.input_length, "seed": settings.seed}
-
-
 def pool_units(pools: list[PoolSpec], shards: dict[tuple[str, str], list[Shard]]) -> list[PoolUnit]:
     """One unit per source shard of each pool split (`shards`, by (dataset name, split)),
     feeding every pool of that split."""

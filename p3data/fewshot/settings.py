@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from p3data.errors import P3DataError
 
@@ -36,6 +36,19 @@ _LABEL = re.compile(LABEL_PATTERN)
 SHOTS, RATIO, EXEMPLAR_SEPARATOR, EXAMPLE_SEPARATOR = (
     "shots", "shot_ratio", "exemplar_separator", "example_separator")
 INPUT_LENGTH, SEED, LABEL = "input_length", "seed", "variant_label"
+
+# What decides the bytes of a variant's prompts, field by field (`prompt_record`): the
+# separators make its exemplar pool's texts and costs too (`pool_record`); the input length and
+# the seed make its fitting and draws. Every other field decides no byte, for the reason given;
+# a new field goes in one or the other (tests/test_fewshot_settings.py checks).
+POOL_SETTINGS = (EXEMPLAR_SEPARATOR, EXAMPLE_SEPARATOR)
+PROMPT_SETTINGS = (*POOL_SETTINGS, INPUT_LENGTH, SEED)
+NOT_IN_PROMPTS = {
+    "shots": "which variants there are: a k-shot prompt's exemplars are the first k of a larger "
+             "count's (`select`), whatever the other counts",
+    "ratio": "the variants' shares of a mixture's rate",
+    "label": "the variants' task names",
+}
 
 
 def default_ratio(shots: Sequence[int]) -> dict[int, float]:
@@ -92,9 +105,19 @@ class FewshotSettings:
 
     def prompt_changes(self) -> list[str]:
         """The settings that make prompts differ from the default variants', as `name=value`."""
-        defaults = _PROMPT_DEFAULTS
-        return [f"{name}={getattr(self, name)!r}" for name in defaults
-                if getattr(self, name) != defaults[name]]
+        defaults = {setting.name: setting.default for setting in fields(FewshotSettings)}
+        return [f"{name}={value!r}" for name, value in self.prompt_record().items()
+                if value != defaults[name]]
+
+    def prompt_record(self) -> dict[str, object]:
+        """Every setting that decides a variant's prompt bytes, by name: what a variant's
+        fingerprint and manifest record (`VariantSpec.prompt_record`), and what tells its
+        prompts from the defaults' (`prompt_changes`)."""
+        return {name: getattr(self, name) for name in PROMPT_SETTINGS}
+
+    def pool_record(self) -> dict[str, object]:
+        """The settings that decide an exemplar pool's bytes (its texts and costs)."""
+        return {name: getattr(self, name) for name in POOL_SETTINGS}
 
     def share(self, shots: int) -> float:
         """The share of a training task's rate that goes to its `shots`-shot variant."""
@@ -104,11 +127,6 @@ class FewshotSettings:
     @property
     def max_shots(self) -> int:
         return max(self.shots)
-
-
-_PROMPT_DEFAULTS = {EXEMPLAR_SEPARATOR: DEFAULT_EXEMPLAR_SEPARATOR,
-                    EXAMPLE_SEPARATOR: DEFAULT_EXAMPLE_SEPARATOR,
-                    INPUT_LENGTH: DEFAULT_INPUT_LENGTH, SEED: 0}
 
 
 def _is_whole(value: object) -> bool:

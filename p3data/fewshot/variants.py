@@ -92,6 +92,12 @@ class VariantSpec:
         does, so both show the same exemplars."""
         return self.base.base_name
 
+    def prompt_record(self) -> dict[str, object]:
+        """What makes its prompts, as its fingerprint and its manifest record it: its task,
+        shot count and draw task, and its settings' `prompt_record`."""
+        return {"task": self.base.name, "shots": self.shots, "draw_task": self.draw_task,
+                **self.settings.prompt_record()}
+
 
 @dataclass(frozen=True)
 class VariantMixture:
