@@ -5,7 +5,7 @@
           --GroupByKey pool--> merge each pool's parts; all pools are a side input of stage 1,
               so no shard is worked before every pool is ready
     units --Reshuffle--> render+tokenize each source shard (stage 1, parallel over shards)
-          --GroupByKey (task, split)--> plan each task split's assembly (stage 2):
+          --GroupByKey (task, split)--> triage each task split (stage 2: reuse, fail or assemble):
               its parts --Reshuffle--> deal each part's examples into one file, by output shard
               (a split's only part: straight into its output shards and their indexes)
               --GroupByKey output shard--> write each output shard and its record index from

@@ -60,7 +60,7 @@ def test_steps_carry_where_the_plan_is_and_a_process_reads_it_once(tmp_path):
     plan = build_plan(config, load_definitions().select([], [TASKS]))
     assert plan.units and plan.pool_units and len(config.vocab_model) > 200_000
     shipped = ship(plan)
-    steps = [cache.BuildPoolParts, cache.MergePool, cache.RenderShard, cache.PlanSplit,
+    steps = [cache.BuildPoolParts, cache.MergePool, cache.RenderShard, cache.TriageSplit,
              cache.DealPart, cache.WriteShard, cache.FinishSplit, cache.CompleteTask]
     payloads = [pickler.dumps(step(shipped)) for step in steps]
     assert max(len(payload) for payload in payloads) < 3_000
