@@ -168,7 +168,8 @@ class TaskSplit(Sequence[Example]):
         if shard_number not in self._access:
             shard = self._shards[shard_number]
             shard_format = format_of(shard.path)
-            index = self._files.get(shard_format.index_name(fs.name_of(shard.path)) or "")
+            index_name = shard_format.index_name(fs.name_of(shard.path))
+            index = self._files.get(index_name) if index_name else None
             self._access[shard_number] = shard_format.random_access(
                 shard.path, size=shard.size, index=index.path if index else None,
                 read_range=lambda start, end, shard=shard: shard.filesystem.cat_file(
