@@ -21,8 +21,9 @@ from pathlib import Path
 
 from common import DATASETS, PeakMemory, t0_tasks, write_mirror
 
+from p3data.export.exported import DEFAULT_EXAMPLES_PER_SHARD, ExportSettings
 from p3data.export.folder import export_tasks
-from p3data.export.records import DEFAULT_EXAMPLES_PER_SHARD, FORMATS, ExportSettings
+from p3data.export.formats import EXPORT_FORMATS
 from p3data.read import open_cache
 from p3data.vocab import SAMPLE_VOCAB
 
@@ -65,7 +66,7 @@ def main() -> None:
     seconds = time.perf_counter() - start
     print(f"{'read':8} {examples / seconds:9,.0f} examples/s  (p3data.read alone, for "
           "comparison)")
-    for kind in FORMATS:
+    for kind in EXPORT_FORMATS:
         out = Path(args.work) / f"export-{kind}"
         shutil.rmtree(out, ignore_errors=True)
         settings = ExportSettings(kind, examples_per_shard=args.examples_per_shard)

@@ -12,7 +12,7 @@ import seqio
 import tensorflow as tf
 
 from p3data.format.example import encode_example
-from p3data.format.tfrecord import CorruptRecordError, read_records, write_records
+from p3data.format.tfrecord import CorruptRecordError, read_records, write_framed
 from p3data.tokenize import Tokenizer, with_extra_ids
 from p3data.vocab import SAMPLE_VOCAB
 
@@ -58,7 +58,7 @@ def test_tfrecords_read_by_tensorflow(tmp_path):
     records = [encode_example(f) for f in FEATURES]
     path = tmp_path / "x.tfrecord"
     with path.open("wb") as handle:
-        assert write_records(handle, records) == 3
+        assert write_framed(handle, records) == 3
     assert [r.numpy() for r in tf.data.TFRecordDataset(str(path))] == records
     with path.open("rb") as handle:
         assert list(read_records(handle)) == records

@@ -20,8 +20,9 @@ from helpers.cache import run_cache, tree
 from helpers.templates import template_entry, write_templates
 
 from p3data.cli import main
+from p3data.export.exported import ExportSettings
 from p3data.export.folder import export_tasks
-from p3data.export.records import ExportSettings
+from p3data.export.formats import EXPORT_FORMATS, ExportFormat
 from p3data.lock import output_lock
 from p3data.read import open_cache
 
@@ -198,6 +199,39 @@ def test_mixtures_select_their_tasks_present(cache, tmp_path):
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == wanted
     card = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
     assert [c["config_name"] for c in card["configs"]] == wanted
+
+
+class TsvRows:
+    """A format registered by a test: tab-separated texts, one line per example."""
+
+    def __init__(self, handle, schema):
+        self.handle, self.names = handle, [n for n in schema.names if n.endswith("_pretokenized")]
+
+    def write(self, examples):
+        self.handle.write(b"".join(b"\t".join(e[n].encode() for n in self.names) + b"\n"
+                                   for e in examples))
+        return 0
+
+    def close(self):
+        pass
+
+
+def test_a_format_is_one_registered_entry(cache, tmp_path, monkeypatch):
+    """The command line's choices, the writer and which files are exported data all follow
+    the registry: a format added there is exported, and its files replaced like any other's."""
+    monkeypatch.setitem(EXPORT_FORMATS, "tsv", ExportFormat("tsv", ".tsv", TsvRows))
+    task = "super_glue_copa_exercise"
+    out = tmp_path / "out"
+    assert main(["export", str(cache), "--out", str(out), "--tasks", task, "--format", "tsv",
+                 "--examples-per-shard", "4"]) == 0
+    texts = "".join(f"{e['inputs_pretokenized']}\t{e['targets_pretokenized']}\n"
+                    for e in reader_examples(cache, task, "train"))
+    files = sorted((out / task).glob("train-*"))
+    assert all(p.suffix == ".tsv" for p in files)
+    assert len(files) > 1 and "".join(p.read_text() for p in files) == texts
+    assert main(["export", str(cache), "--out", str(out), "--tasks", task, "--format",
+                 "tsv"]) == 0
+    assert [p.name for p in (out / task).glob("train-*")] == ["train-00000-of-00001.tsv"]
 
 
 def test_other_settings_export_anew_and_leave_no_stale_files(cache, tmp_path):

@@ -21,7 +21,8 @@ from p3data.cli import main
 from p3data.format import layout
 from p3data.format.example import encode_example
 from p3data.format.example_decoding import decode_example
-from p3data.format.tfrecord import read_records, write_records
+from p3data.format.shard_format import shard_name
+from p3data.format.tfrecord import read_records, write_framed
 from p3data.p3.compare import compare_with_p3
 from p3data.p3.counts import check_counts, p3_counts
 
@@ -44,7 +45,7 @@ def cache(tmp_path_factory) -> Path:
 
 
 def decoded(folder: Path, split: str) -> list[dict]:
-    with (folder / layout.shard_name(split, 0, 1)).open("rb") as handle:
+    with (folder / shard_name(split, 0, 1)).open("rb") as handle:
         return [decode_example(record) for record in read_records(handle)]
 
 
@@ -70,12 +71,12 @@ def p3_copy(cache: Path, target: Path, kind: str, edits: dict[tuple[str, str], E
 def write_p3_split(source: Path, folder: Path, split: str, *, info: dict,
                    examples: list[dict], edited: bool, seqio: bool) -> None:
     """One split as P3 holds it: one shard, info with P3's seqio version, stats, COMPLETED."""
-    shard = layout.shard_name(split, 0, 1)
+    shard = shard_name(split, 0, 1)
     if seqio:
         write_with_seqio(folder / shard, info, examples)
     elif edited:
         with (folder / shard).open("wb") as handle:
-            write_records(handle, map(encode_example, examples))
+            write_framed(handle, map(encode_example, examples))
     else:
         shutil.copyfile(source / shard, folder / shard)
     info["seqio_version"] = layout.P3_SEQIO_VERSION
@@ -154,7 +155,7 @@ def row(lines: list[str], task: str, split: str) -> list[str]:
 def test_a_clean_copy_of_p3_agrees_fully(cache, tmp_path, capsys, kind):
     p3 = p3_copy(cache, tmp_path / "p3", kind, {})
     if kind == "seqio":  # equal values, other bytes: compared feature by feature
-        shard = Path(TASKS[0], layout.shard_name("train", 0, 1))
+        shard = Path(TASKS[0], shard_name("train", 0, 1))
         assert (p3 / "data" / shard).read_bytes() != (cache / shard).read_bytes()
     code, lines = compare(capsys, cache, p3)
     assert code == 0
@@ -260,7 +261,7 @@ def test_bad_inputs_are_one_error_line(cache, tmp_path, capsys):
     neither = tmp_path / "neither"
     (neither / "data" / "task").mkdir(parents=True)
     (neither / "data" / "task" / "train.json").write_text("{}")
-    shard = p3 / "data" / TASKS[0] / layout.shard_name("train", 0, 1)
+    shard = p3 / "data" / TASKS[0] / shard_name("train", 0, 1)
     shard.write_bytes(shard.read_bytes()[:-5])
     broken = parquet / TASKS[0] / "train-00000-of-00001.parquet"
     broken.write_bytes(b"not parquet")

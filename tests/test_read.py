@@ -140,7 +140,7 @@ def test_by_number_equals_in_order_with_and_without_indexes(built, read_back, tm
         for split in cache.splits(task):
             scanned, listed = cache.split(task, split), indexed.split(task, split)
             for k in range(SHARDS):
-                np.testing.assert_array_equal(scanned.offsets(k), listed.offsets(k))
+                np.testing.assert_array_equal(scanned.records(k).offsets, listed.records(k).offsets)
             assert_same([scanned[i] for i in range(len(scanned))], read[task, split][0])
             assert_same([scanned[-1]], read[task, split][0][-1:])
 
@@ -204,9 +204,9 @@ def damaged(copy: Path, change) -> tuple[str, np.ndarray, list]:
     """Shard 1 of the twin's validation split, changed by `change(bytes, offsets)`."""
     cache = open_cache(str(copy))
     split = cache.split(TWIN, "validation")
-    shard, offsets = Path(split.shards[1]), split.offsets(1)
+    shard, offsets = Path(split.shards[1]), split.records(1).offsets
     shard.write_bytes(change(shard.read_bytes(), offsets))
-    return str(shard), offsets, [split.offsets(0)]
+    return str(shard), offsets, [split.records(0).offsets]
 
 
 @pytest.mark.parametrize("where, message", [
@@ -225,7 +225,7 @@ def test_a_flipped_byte_is_reported_with_its_file_and_offset(copy, where, messag
     with pytest.raises(CorruptRecordError) as err:
         list(split)
     assert str(err.value) == expected
-    first_of_shard = len(split.offsets(0)) - 1
+    first_of_shard = len(split.records(0))
     with pytest.raises(CorruptRecordError) as err:
         split[first_of_shard + record]
     assert str(err.value) == expected

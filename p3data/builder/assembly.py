@@ -31,14 +31,10 @@ from p3data.fewshot import FewshotStats, VariantSpec
 from p3data.format import layout
 from p3data.format.example import encode_entries, wrap_entries
 from p3data.format.features import IDX, task_features
-from p3data.format.index import (
-    FRAMING,
-    index_bytes,
-    index_for,
-    offsets_from_lengths,
-    scan_offsets,
-)
+from p3data.format.index import FRAMING, scan_offsets
 from p3data.format.manifest import SplitRecord
+from p3data.format.shard_format import DEFAULT_SHARD_FORMAT as SHARDS
+from p3data.format.shard_format import is_shard, shard_name
 from p3data.format.tfrecord import frame, read_frames, read_records
 from p3data.object_store import on_object_store
 from p3data.templates.render import RENDER_ERROR
@@ -148,8 +144,9 @@ def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> list[dict[st
     if info.shard_counts[job.split] == 1:
         written = _deal_into_shards(path, task_folder(config, job.task),
                                     score_eval=info.spec.score_eval, job=job)
-        names = [layout.shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
-        return [{file: written[file] for file in (name, index_for(name))} for name in names]
+        names = [shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
+        return [{file: written[file] for file in (name, SHARDS.index_name(name))}
+                for name in names]
     if _copied_whole(info, job.shards):  # the part is the shard's records as they are
         offsets = scan_offsets(path, fs.size(path))
         dealt = DealtPart([0, int(offsets[-1])], [(np.diff(offsets) - FRAMING).tolist()])
@@ -188,12 +185,12 @@ def _deal_into_shards(path: str, folder: str, *, score_eval: bool,
     open at a time (a pass over the part per group), each written with its record index (on
     an object store, uploaded together in the background until the step's bundle ends: the
     next stage reads them, after a GroupByKey); returns their names and sha256s."""
-    names = [layout.shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
+    names = [shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
     written: dict[str, str] = {}
     for low in range(0, job.shards, OPEN_SHARDS):
         group = range(low, min(low + OPEN_SHARDS, job.shards))
         paths = {shard: fs.join(folder, names[shard]) for shard in group}
-        indexes = {shard: fs.join(folder, index_for(names[shard])) for shard in group}
+        indexes = {shard: fs.join(folder, SHARDS.index_name(names[shard])) for shard in group}
         digests = {shard: hashlib.sha256() for shard in group}
         lengths: dict[int, list[int]] = {shard: [] for shard in group}
         with fs.atomic_writers([*paths.values(), *indexes.values()], later=True) as writers:
@@ -209,21 +206,16 @@ def _deal_into_shards(path: str, folder: str, *, score_eval: bool,
                         lengths[shard] += [len(record) - FRAMING for record in records]
                     position += len(block)
             for shard in group:
-                index = _index(lengths[shard])
+                index = SHARDS.index_bytes(lengths[shard])
                 writers[indexes[shard]].write(index)
                 written[names[shard]] = digests[shard].hexdigest()
-                written[index_for(names[shard])] = hashlib.sha256(index).hexdigest()
+                written[SHARDS.index_name(names[shard])] = hashlib.sha256(index).hexdigest()
     return written
 
 
-def _index(lengths: list[int]) -> bytes:
-    """A shard's record index, from its records' payload lengths."""
-    return index_bytes(offsets_from_lengths(np.array(lengths, np.uint64)))
-
-
-def _write_index(folder: str, shard_name: str, lengths: list[int]) -> dict[str, str]:
+def _write_index(folder: str, shard: str, lengths: list[int]) -> dict[str, str]:
     """A shard's record index, from its records' payload lengths: its name and sha256."""
-    index, name = _index(lengths), index_for(shard_name)
+    index, name = SHARDS.index_bytes(lengths), SHARDS.index_name(shard)
     fs.write_bytes(fs.join(folder, name), index)
     return {name: hashlib.sha256(index).hexdigest()}
 
@@ -232,7 +224,7 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
     """Write the shard from its range of every part's dealt file, in part order, then its
     record index from the recorded lengths; returns their names and sha256s."""
     work_dir, folder = config.workdir, task_folder(config, job.task)
-    name = layout.shard_name(job.split, job.index, job.shards)
+    name = shard_name(job.split, job.index, job.shards)
     digest, lengths = hashlib.sha256(), []
     dealt_parts = [work.read_json(work_dir.dealt(job.task, job.split, part, ".json"),
                                     DealtPart) for part in range(info.shard_counts[job.split])]
@@ -271,7 +263,7 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     task's last stage reads them, after a GroupByKey): a rerun reuses a summary only when
     every file it lists was there (`reusable_record`)."""
     task, split, record = info.spec.name, assembly.split, assembly.record
-    written = sum(layout.is_shard(name) for name in shards)
+    written = sum(is_shard(name) for name in shards)
     if written != record.num_shards or len(shards) != 2 * written:
         raise RuntimeError(f"{task}/{split}: {written} of {record.num_shards} output shards "
                            f"were written, and {len(shards) - written} indexes")

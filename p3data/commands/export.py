@@ -35,9 +35,9 @@ KINDS = ("exported", "already exported", "failed")
 
 def run(args: argparse.Namespace) -> int:
     from p3data import fs
+    from p3data.export.exported import ExportSettings
     from p3data.export.folder import export_tasks
     from p3data.export.naming import CARD
-    from p3data.export.records import ExportSettings
     from p3data.export.selection import select_tasks
     from p3data.lock import refuse_live_writer
     from p3data.progress import ProgressBar
@@ -77,10 +77,10 @@ def summary(outcomes: Sequence[TaskExportOutcome], card: str) -> str:
 
     rows, totals = [], [0, 0, 0, 0]
     for outcome in outcomes:
-        record = outcome.record
-        counts = [len(record.splits), sum(s.examples for s in record.splits.values()),
-                  len(record.files), sum(record.files.values())] if record else [None] * 4
-        if record:
+        exported = outcome.exported
+        counts = [len(exported.splits), sum(s.examples for s in exported.splits.values()),
+                  len(exported.files), sum(exported.files.values())] if exported else [None] * 4
+        if exported:
             totals = [a + b for a, b in zip(totals, counts, strict=True)]
         rows.append([outcome.task, *counts, outcome.status])
     rows.append([f"TOTAL ({len(outcomes)} tasks)", *totals, ""])
@@ -92,7 +92,8 @@ def summary(outcomes: Sequence[TaskExportOutcome], card: str) -> str:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from p3data.export.records import DEFAULT_EXAMPLES_PER_SHARD, FORMATS
+    from p3data.export.exported import DEFAULT_EXAMPLES_PER_SHARD
+    from p3data.export.formats import EXPORT_FORMATS
 
     parser = commands.add_parser(
         "export", help="write a cache as parquet or JSON lines with a dataset card",
@@ -100,7 +101,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("cache", metavar="CACHE", help="the cache root (local or gs://)")
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="the folder to write (local or any fsspec URL)")
-    parser.add_argument("--format", choices=FORMATS, default="parquet",
+    parser.add_argument("--format", choices=list(EXPORT_FORMATS), default="parquet",
                         help="file format (default: parquet)")
     parser.add_argument("--mixture", action="append", default=[], metavar="NAME",
                         help="export this mixture's tasks (repeatable), e.g. t0_train")

@@ -67,17 +67,17 @@ def cached_task_folder(root: str, task: str, split: str) -> str:
 
 
 def first_damage(folder: str, split: str) -> str | None:
-    """Where the split's shards are truncated or fail their checksums (TensorFlow's error
-    names no file), or None when they are sound."""
+    """Where the split's shards are truncated or fail their checks (TensorFlow's error names
+    no file), or None when they are sound."""
     from p3data import fs
-    from p3data.format.cache_folder import seqio_shards
-    from p3data.format.tfrecord import CorruptRecordError, read_records
+    from p3data.format.shard_format import read_shard, seqio_shards
+    from p3data.format.tfrecord import CorruptRecordError
 
     for name in seqio_shards(fs.files_in(folder), split):
         path = fs.join(folder, name)
         try:
             with fs.open_read(path) as handle:
-                for _ in read_records(handle, path):
+                for _ in read_shard(handle, path):
                     pass
         except CorruptRecordError as err:
             return str(err)

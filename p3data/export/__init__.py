@@ -15,15 +15,16 @@ the rest. The card's `configs` (one per task, a file glob per split) and `datase
 `load_dataset("parquet", data_dir=out/task)` works too (it names splits by keyword: train,
 validation/val, test).
 
-Bottom up: `naming` (file names), `schema` (features as typed columns), `records` (settings
-and the per-task record), `parquet` and `jsonl` (a writer per format), `card` (README.md),
+Bottom up: `naming` (file names), `schema` (features as typed columns), `parquet` and `jsonl`
+(a writer per format), `formats` (the formats registered: name, extension, writer), `exported`
+(settings, and what each task folder says was exported), `card` (README.md),
 `selection` (which tasks), `task` (one task's splits), `folder` (the folder as a whole: where
 p3data may write, and the run over all tasks).
 """
 
+from p3data.export.exported import ExportedTask, ExportSettings
 from p3data.export.folder import export_tasks
-from p3data.export.records import ExportSettings, TaskRecord
 from p3data.export.selection import select_tasks
 from p3data.export.task import TaskExportOutcome
 
-__all__ = ["ExportSettings", "TaskExportOutcome", "TaskRecord", "export_tasks", "select_tasks"]
+__all__ = ["ExportSettings", "ExportedTask", "TaskExportOutcome", "export_tasks", "select_tasks"]

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from p3data.export.exported import ExportedTask
 from p3data.export.naming import split_glob
-from p3data.export.records import TaskRecord
 from p3data.export.schema import CARD_DTYPES, FeatureSpec
 
 TITLE = "# T0's prompted tasks, exported by p3data"  # the card's, which tells it apart
 
 
-def card_text(records: Sequence[TaskRecord]) -> str:
+def card_text(exports: Sequence[ExportedTask]) -> str:
     """README.md: YAML `configs` (a config per task, a file glob per split with examples) and
     `dataset_info` (features, split sizes) as `datasets` reads them, then a table of tasks."""
     import yaml
@@ -20,7 +20,7 @@ def card_text(records: Sequence[TaskRecord]) -> str:
     from p3data.tables import markdown_table
 
     configs = {r.task: (r, {split: s for split, s in r.splits.items() if s.examples})
-               for r in records}
+               for r in exports}
     configs = {task: (r, splits) for task, (r, splits) in configs.items() if splits}
     header = {
         "configs": [{"config_name": task, "data_files": [

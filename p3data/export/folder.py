@@ -3,7 +3,7 @@ that exports tasks into one, holding its lock, and writes the card last.
 
 p3data never overwrites or deletes a file it did not write, so `p3data export` writes only
 into a folder that is missing, empty, or an export p3data made: its card (README.md, which it
-rewrites), its task folders (each holds the task's record, written first), its lock and its
+rewrites), its task folders (each holds what its export wrote, said first), its lock and its
 temporaries. Anything else there is the user's, and the folder is refused. So is the cache
 itself, a folder inside it (its files would be the cache's) or one holding it.
 """
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from p3data import fs
 from p3data.errors import P3DataError
 from p3data.export.card import TITLE, card_text
-from p3data.export.naming import CARD, RECORD
-from p3data.export.records import ExportSettings, complete_records
+from p3data.export.exported import ExportSettings, complete_exports
+from p3data.export.naming import CARD, EXPORTED
 from p3data.export.task import ExamplesWritten, TaskExportOutcome, export_task
 from p3data.lock import LOCK
 
@@ -32,7 +32,7 @@ def export_tasks(cache: CacheReader, tasks: Sequence[str], out: str, *, settings
                  on_examples: ExamplesWritten = lambda n: None) -> list[TaskExportOutcome]:
     """Export `tasks` of `cache` into `out` holding its lock (`force` takes a dead run's over),
     then write the card from every task complete in `out`. `out` is refused unless it is
-    empty or an export p3data made. A task that fails (a corrupt record, a cache that does
+    empty or an export p3data made. A task that fails (a corrupt shard record, a cache that does
     not add up) is an outcome; the others go on, unless a live run (`p3data cache`) has begun
     writing the cache meanwhile: that is one error naming it."""
     from p3data.lock import output_lock, refuse_live_writer
@@ -53,14 +53,14 @@ def export_tasks(cache: CacheReader, tasks: Sequence[str], out: str, *, settings
                 on_task(outcome)
                 outcomes.append(outcome)
         finally:  # interrupted too: the card lists no task that is being rewritten
-            fs.write_bytes(fs.join(out, CARD), card_text(complete_records(out)).encode())
+            fs.write_bytes(fs.join(out, CARD), card_text(complete_exports(out)).encode())
     return outcomes
 
 
 def _refuse_mixed_formats(out: str, tasks: Sequence[str], settings: ExportSettings) -> None:
     """One card loads one format: a folder holding tasks in another format (other than those
     this run exports anew) is not one to add to."""
-    other = [r.task for r in complete_records(out)
+    other = [r.task for r in complete_exports(out)
              if r.settings.format != settings.format and r.task not in set(tasks)]
     if other:
         raise P3DataError(f"{out} holds tasks exported as another format (e.g. {other[0]}); "
@@ -118,7 +118,7 @@ def _foreign(out: str) -> str | None:
 
 
 def _task_folder(path: str) -> bool:
-    """A task folder p3data export made: it holds the task's record (written first), or at
-    most the temporaries of a run killed before that record was in place."""
+    """A task folder p3data export made: it holds what the task's export says it wrote
+    (written first), or at most the temporaries of a run killed before that was in place."""
     names = [file[len(fs.canonical(path)) + 1:] for file in fs.walk_files(path)]
-    return RECORD in names or all(fs.is_temporary(name) for name in names)
+    return EXPORTED in names or all(fs.is_temporary(name) for name in names)

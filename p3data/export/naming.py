@@ -1,12 +1,13 @@
-"""The names of what an export folder holds: the card, each task's record, the data files."""
+"""The names of what an export folder holds: the card, what each task folder says was exported,
+the data files."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 CARD = "README.md"
-RECORD = ".p3data-export.json"  # in each task folder: what was exported, from what, how
-_FILE = re.compile(r"\w+(\.\w+)*-\d{5}-of-\d{5}\.(parquet|jsonl)")
+EXPORTED = ".p3data-export.json"  # in each task folder: what was exported, from what, how
 
 
 def export_file_name(split: str, index: int, count: int, extension: str) -> str:
@@ -14,8 +15,10 @@ def export_file_name(split: str, index: int, count: int, extension: str) -> str:
     return f"{split}-{index:05d}-of-{count:05d}{extension}"
 
 
-def is_export_file(name: str) -> bool:
-    return _FILE.fullmatch(name) is not None
+def export_file_pattern(extensions: Iterable[str]) -> re.Pattern[str]:
+    """`export_file_name`'s names with any of these extensions, read back."""
+    either = "|".join(re.escape(extension) for extension in extensions)
+    return re.compile(rf"\w+(\.\w+)*-\d{{5}}-of-\d{{5}}({either})")
 
 
 def split_glob(task: str, split: str, extension: str) -> str:

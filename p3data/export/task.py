@@ -1,6 +1,6 @@
-"""Exporting one task: its splits written file by file into `<out>/<task>/`, its record kept
-up to date, and what a previous run completed with the same settings from the same cache
-kept as it is."""
+"""Exporting one task: its splits written file by file into `<out>/<task>/`, what it says was
+exported kept up to date, and what a previous run completed with the same settings from the
+same cache kept as it is."""
 
 from __future__ import annotations
 
@@ -15,16 +15,15 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from p3data import fs
-from p3data.export.jsonl import JsonlShard
-from p3data.export.naming import export_file_name, is_export_file, split_order
-from p3data.export.parquet import ParquetShard
-from p3data.export.records import (
+from p3data.export.exported import (
     ExportedSplit,
+    ExportedTask,
     ExportSettings,
-    TaskRecord,
-    read_record,
-    write_record,
+    read_exported,
+    write_exported,
 )
+from p3data.export.formats import RowWriter, export_format, is_export_file
+from p3data.export.naming import export_file_name, split_order
 from p3data.export.schema import ExportError, export_arrow_schema, task_specs
 from p3data.format.layout import info_name, stats_name
 
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
     from p3data.read import CacheReader, TaskSplit
 
 ROW_GROUP_BYTES = 64 << 20  # a row group also ends once its values hold about this much
-WRITERS = {"parquet": ParquetShard, "jsonl": JsonlShard}
 
 ExamplesWritten = Callable[[int], None]
 
@@ -45,7 +43,7 @@ class TaskExportOutcome:
 
     task: str
     status: str  # "exported", "already exported" or "failed"
-    record: TaskRecord | None = None
+    exported: ExportedTask | None = None
     reason: str = ""
 
 
@@ -58,15 +56,15 @@ def export_task(cache: CacheReader, task: str, out: str, *, settings: ExportSett
               for split in sorted(cache.splits(task), key=split_order)}
     source = source_identity(cache, task, splits)
     present = _sizes(folder)
-    previous = read_record(folder)
+    previous = read_exported(folder)
     same = previous is not None and previous.settings == settings and previous.source == source
-    done = {split: record for split, record in previous.splits.items()
-            if split in splits and _intact(record.files, present)} if same else {}
+    done = {split: written for split, written in previous.splits.items()
+            if split in splits and _intact(written.files, present)} if same else {}
     if same and previous.complete and done.keys() == splits.keys():
         return TaskExportOutcome(task, "already exported", previous)
     specs = task_specs(task, {split: ts.features for split, ts in splits.items()})
-    record = TaskRecord(task, settings, source, specs, done, complete=False)
-    write_record(folder, record)  # first: what the folder holds is no longer complete
+    exported = ExportedTask(task, settings, source, specs, done, complete=False)
+    write_exported(folder, exported)  # first: what the folder holds is no longer complete
     kept = {name for split in done.values() for name in split.files}
     fs.delete([fs.join(folder, name) for name in present
                if is_export_file(name) and name not in kept])
@@ -74,12 +72,13 @@ def export_task(cache: CacheReader, task: str, out: str, *, settings: ExportSett
         if split not in done:
             written = export_split(ts, folder, split=split, task=task, settings=settings,
                                    schema=export_arrow_schema(specs), on_examples=on_examples)
-            record = msgspec.structs.replace(record, splits={**record.splits, split: written})
-            write_record(folder, record)
-    record = msgspec.structs.replace(record, splits={s: record.splits[s] for s in splits},
-                                     complete=True)
-    write_record(folder, record)
-    return TaskExportOutcome(task, "exported", record)
+            exported = msgspec.structs.replace(exported,
+                                               splits={**exported.splits, split: written})
+            write_exported(folder, exported)
+    exported = msgspec.structs.replace(exported, splits={s: exported.splits[s] for s in splits},
+                                       complete=True)
+    write_exported(folder, exported)
+    return TaskExportOutcome(task, "exported", exported)
 
 
 def export_split(ts: TaskSplit, folder: str, *, split: str, task: str, schema: pa.Schema,
@@ -96,7 +95,7 @@ def export_split(ts: TaskSplit, folder: str, *, split: str, task: str, schema: p
     try:
         for name in names:
             share = islice(examples, min(settings.examples_per_shard, expected - written))
-            with _shard_writer(temporaries[name], schema, settings.format) as writer:
+            with _row_writer(temporaries[name], schema, settings.format) as writer:
                 for batch in _row_groups(share, settings.row_group_examples):
                     num_bytes += writer.write(batch)
                     written += len(batch)
@@ -160,10 +159,10 @@ def _row_groups(examples: Iterable[Mapping[str, Any]], limit: int
 
 
 @contextlib.contextmanager
-def _shard_writer(path: str, schema: pa.Schema, kind: str) -> Iterator[ParquetShard | JsonlShard]:
+def _row_writer(path: str, schema: pa.Schema, format_name: str) -> Iterator[RowWriter]:
     filesystem, local = fs.resolve(path)
     with filesystem.open(local, "wb") as handle:
-        writer = WRITERS[kind](handle, schema)
+        writer = export_format(format_name).writer(handle, schema)
         try:
             yield writer
         finally:  # also on failure: a parquet writer left open writes when it is collected

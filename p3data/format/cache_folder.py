@@ -17,11 +17,13 @@ from collections.abc import Collection, Iterable
 from p3data import fs
 from p3data.errors import P3DataError
 from p3data.format import layout
+from p3data.format.shard_format import SHARD_FORMATS
 from p3data.lock import LOCK
 
 # The files of one split: info, stats, shards, record indexes (the group that matched is it).
-_SPLIT_FILE = re.compile(r"info\.(.+)\.json|stats\.(.+)\.json|(.+)\.tfrecord-\d+-of-\d+"
-                         r"|index\.(.+)-\d+-of-\d+\.npy")
+_SPLIT_FILE = re.compile(r"info\.(.+)\.json|stats\.(.+)\.json|(.+)\.(?:{})-\d+-of-\d+"
+                         r"|index\.(.+)-\d+-of-\d+\.npy".format(
+                             "|".join(re.escape(f.infix) for f in SHARD_FORMATS.values())))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,12 +93,6 @@ def splits_present(names: Iterable[str]) -> set[str]:
     """The splits any of whose files (shards, indexes, info or stats) are among `names`."""
     return {next(filter(None, match.groups())) for name in names
             if (match := _SPLIT_FILE.fullmatch(name))}
-
-
-def seqio_shards(names: Iterable[str], split: str, num_shards: int | None = None) -> list[str]:
-    """The shards of `split` among `names`, as seqio finds them without a manifest:
-    `<split>.tfrecord-*-of-*<num_shards>`, sorted."""
-    return sorted(fnmatch.filter(names, f"{split}.tfrecord-*-of-*{num_shards or ''}"))
 
 
 def not_a_cache(root: str) -> P3DataError:

@@ -1,7 +1,7 @@
 """Names and JSON of a seqio cache directory (and of P3's layout), exactly as seqio writes them.
 
 seqio cache:  <root>/<task>/{<split>.tfrecord-SSSSS-of-NNNNN, info.<split>.json,
-              stats.<split>.json, COMPLETED}
+              stats.<split>.json, COMPLETED} (shards named by `shard_format`)
 P3 layout:    <root>/data/<task>/... with one shard per split, plus <root>/data_split_sizes.csv
 p3data adds   <task>/manifest.json and <task>/index.<split>-SSSSS-of-NNNNN.npy (each shard's
               record offsets, a name seqio's `<split>.tfrecord-*-of-*N` never matches) beside
@@ -15,11 +15,11 @@ from __future__ import annotations
 import functools
 import json
 import posixpath
-import re
 from importlib import metadata
 from typing import Any
 
 from p3data import fs
+from p3data.format.shard_format import SHARD_GLOBS
 
 COMPLETED = "COMPLETED"
 MANIFEST = "manifest.json"
@@ -28,8 +28,9 @@ TEMP_PREFIX = fs.TEMP_PREFIX
 P3_SEQIO_VERSION = "0.0.6"  # what P3's info files say
 P3_INDEX = "data_split_sizes.csv"
 P3_INDEX_HEADER = "Data(sub)set|Number of examples per splits"
-# What a task folder may hold (name patterns): seqio's files, p3data's, temporaries.
-TASK_FILES = (COMPLETED, MANIFEST, "*.tfrecord-*", "info.*.json", "stats.*.json", "index.*.npy",
+# What a task folder may hold (name patterns): seqio's files (shards: `shard_format`'s names),
+# p3data's, temporaries.
+TASK_FILES = (COMPLETED, MANIFEST, *SHARD_GLOBS, "info.*.json", "stats.*.json", "index.*.npy",
               TEMP_PREFIX + "*")
 
 
@@ -47,19 +48,6 @@ def task_dir(root: str, task: str, p3_layout: bool = False) -> str:
     """seqio's `get_task_dir_from_name`: a `:` in a task name becomes a folder level."""
     parts = task.split(":")
     return posixpath.join(root, "data", *parts) if p3_layout else posixpath.join(root, *parts)
-
-
-def shard_name(split: str, index: int, count: int) -> str:
-    return f"{split}.tfrecord-{index:05d}-of-{count:05d}"
-
-
-# `shard_name`, read back: its split, index and count.
-SHARD_NAME = re.compile(r"(?P<split>.+)\.tfrecord-(?P<index>\d{5})-of-(?P<count>\d{5})")
-
-
-def is_shard(name: str) -> bool:
-    """Whether a task folder's file is a shard (seqio's pattern: `*.tfrecord-*`)."""
-    return ".tfrecord-" in name
 
 
 def info_name(split: str) -> str:

@@ -18,7 +18,8 @@ import msgspec
 from p3data import fs
 from p3data.errors import P3DataError
 from p3data.format import layout
-from p3data.format.layout import MANIFEST, dumps, is_shard
+from p3data.format.layout import MANIFEST, dumps
+from p3data.format.shard_format import is_shard
 
 # The version of what p3data writes (manifests, and the bytes of caches: fingerprints carry
 # it, so a new version rebuilds older caches). Bump it when either changes.

@@ -37,8 +37,8 @@ def frame(record: bytes) -> bytes:
     return b"".join(frame_pieces(record))
 
 
-def write_records(handle: BinaryIO, records: Iterable[bytes]) -> int:
-    """Write framed records; returns how many."""
+def write_framed(handle: BinaryIO, records: Iterable[bytes]) -> int:
+    """Write records, each framed; returns how many."""
     count = 0
     for record in records:
         handle.write(frame(record))

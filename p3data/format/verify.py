@@ -2,7 +2,8 @@
 
 seqio reads a task folder once it holds COMPLETED and globs its shards loosely (any
 `<split>.tfrecord-*-of-*<N>` matches, temporaries included), so a complete task must hold
-exactly the files its manifest lists, each with the recorded sha256, sound TFRecord framing and
+exactly the files its manifest lists, each with the recorded sha256, sound framing (its shard
+format's: `shard_format`) and
 the recorded count, and record indexes that hold their shards' record offsets; a few-shot
 variant's splits must show exemplars of the pool split's rows the same build holds. A cache is OK
 when nothing at all is wrong; INCOMPLETE when a run is writing it or crashed (task folders
@@ -21,7 +22,7 @@ import numpy as np
 from p3data import fs
 from p3data.format import layout
 from p3data.format.cache_folder import is_complete, not_a_cache, scan
-from p3data.format.index import RecordIndexError, index_for, offsets_from_lengths, read_index
+from p3data.format.index import RecordIndexError, offsets_from_lengths, read_index
 from p3data.format.manifest import (
     EXEMPLARS,
     Manifest,
@@ -29,7 +30,8 @@ from p3data.format.manifest import (
     SplitRecord,
     read_manifest,
 )
-from p3data.format.tfrecord import CorruptRecordError, read_records
+from p3data.format.shard_format import format_of, is_shard, read_shard, shard_name
+from p3data.format.tfrecord import CorruptRecordError
 from p3data.lock import LOCK, Holder, describe_lock
 
 SEALS = (layout.MANIFEST, layout.COMPLETED)  # files a manifest never lists
@@ -101,7 +103,8 @@ def _unlisted(check: TaskCheck, name: str, lengths: dict[str, list[int]]) -> Non
     `p3data index` leaves is unfinished (an index of a listed shard that holds its offsets, a
     temporary of an index or the manifest); anything else is a problem."""
     path = fs.join(check.folder, name)
-    indexed = {index_for(shard): shard_lengths for shard, shard_lengths in lengths.items()}
+    indexed = {format_of(shard).index_name(shard): shard_lengths
+               for shard, shard_lengths in lengths.items()}
     final = temporary["final"] if (temporary := fs.TEMP_NAME.fullmatch(name)) else None
     if name in indexed:
         if _check_index(path, indexed[name]):
@@ -125,10 +128,12 @@ def _check_split(folder: str, split: str, record: SplitRecord, *, names: list[st
     added to `lengths`."""
     problems = []
     files, examples, num_shards = record.files, record.examples, record.num_shards
-    expected = [layout.shard_name(split, index, num_shards) for index in range(num_shards)]
+    shard_format = format_of(next(iter(record.shards), ""))
+    expected = [shard_name(split, index, num_shards, shard_format) for index in range(num_shards)]
     if record.shards != expected:
         problems.append(f"{fs.join(folder, layout.MANIFEST)}: split {split}: the shards listed "
-                        f"are not its {num_shards} shards {split}.tfrecord-*-of-{num_shards:05d}")
+                        f"are not its {num_shards} shards "
+                        f"{split}.{shard_format.infix}-*-of-{num_shards:05d}")
     records = 0
     sound: dict[str, list[int]] = {}
     for name, digest in sorted(files.items()):
@@ -138,10 +143,10 @@ def _check_split(folder: str, split: str, record: SplitRecord, *, names: list[st
             continue
         with fs.open_read(path) as handle:
             reader = _HashingReader(handle)
-            if layout.is_shard(name):
+            if is_shard(name):
                 shard_lengths: list[int] = []
                 try:
-                    for payload in read_records(reader, path):
+                    for payload in read_shard(reader, path):
                         shard_lengths.append(len(payload))
                     sound[name] = shard_lengths
                 except CorruptRecordError as err:
@@ -152,7 +157,7 @@ def _check_split(folder: str, split: str, record: SplitRecord, *, names: list[st
         if reader.sha256.hexdigest() != digest:
             problems.append(f"{path}: sha256 differs from the manifest")
     for shard, shard_lengths in sound.items():
-        if (index := index_for(shard)) in files and index in names:
+        if (index := format_of(shard).index_name(shard)) in files and index in names:
             problems += _check_index(fs.join(folder, index), shard_lengths)
     lengths.update(sound)
     if records != examples:

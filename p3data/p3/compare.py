@@ -26,7 +26,6 @@ import pyarrow.parquet as pq
 
 from p3data import fs
 from p3data.errors import P3DataError
-from p3data.format import layout
 from p3data.format.cache_folder import task_names
 from p3data.format.example_decoding import ExampleDecodeError
 from p3data.format.features import (
@@ -39,6 +38,7 @@ from p3data.format.features import (
     TARGETS_TEXT,
     WEIGHT,
 )
+from p3data.format.shard_format import SHARD_NAME
 from p3data.p3.cached import (
     CachedTask,
     cached_tasks,
@@ -93,7 +93,7 @@ def find_p3(p3_dir: str) -> dict[str, dict[str, P3Split]]:
     found: dict[tuple[str, str, bool], dict[int, str]] = {}  # (task, split, parquet) -> shards
     totals: dict[tuple[str, str, bool], set[int]] = {}
     named = [(path, match) for path in fs.walk_files(root)
-             if (match := layout.SHARD_NAME.fullmatch(fs.name_of(path))
+             if (match := SHARD_NAME.fullmatch(fs.name_of(path))
                  or PARQUET_SHARD.fullmatch(fs.name_of(path)))]
     task_of = {folder: task for task, folder
                in task_names(root, {fs.parent_of(path) for path, _ in named}).items()}

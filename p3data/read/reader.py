@@ -4,15 +4,16 @@ numpy arrays and strings, in order or by number.
 Reads p3data caches (manifest.json: its format version is checked, its files are the shards),
 caches written by stock `seqio_cache_tasks`, and P3's `data/<task>/` folders (no manifest: the
 shards are found as seqio finds them, `<split>.tfrecord-*-of-*<num_shards>`). Only folders
-holding COMPLETED are read, as seqio does. Every record's CRCs are checked: a corrupt or
+holding COMPLETED are read, as seqio does. Shards are read through their format
+(`p3data.format.shard_format`), which checks every record (TFRecord's CRCs): a corrupt or
 truncated record is an error naming its file and byte offset, never skipped. Records are
 counted too (seqio does not): a shard against its record index once it is read, a whole split
 against its stats, so a shard cut at a record boundary is an error, not a shorter split.
 
 Examples come shard after shard, each shard's in file order; `shard=(k, n)` reads output shards
-k, k + n, ... (one data-parallel host's share, as seqio's `ShardInfo`). Random access uses the
-record index (`p3data.format.index`) where the cache has one, else finds the records' offsets
-by reading their headers, once per shard.
+k, k + n, ... (one data-parallel host's share, as seqio's `ShardInfo`). Random access is the
+format's: for TFRecord, the record index (`p3data.format.index`) where the cache has one, else
+the records' offsets found by reading their headers, once per shard.
 """
 
 from __future__ import annotations
@@ -32,19 +33,16 @@ from p3data.format.cache_folder import (
     is_complete,
     not_a_cache,
     scan,
-    seqio_shards,
     splits_with_info,
     task_names,
 )
 from p3data.format.example_decoding import ExampleDecoder, FeatureInfo
-from p3data.format.index import RecordIndexError, index_for, read_index, scan_offsets
 from p3data.format.manifest import Manifest, read_manifest
-from p3data.format.tfrecord import CorruptRecordError
-from p3data.read.records import (
+from p3data.format.shard_format import RecordAccess, format_of, seqio_shards
+from p3data.read.shard_files import (
     Example,
     ShardFile,
     decode_batch,
-    frames_at,
     read_examples,
     shard_records,
 )
@@ -68,7 +66,7 @@ class TaskSplit(Sequence[Example]):
                               tuple(spec["shape"]))
             for name, spec in info.get("features", {}).items()}
         self._shards = self._find_shards(info.get("num_shards"))
-        self._offsets: dict[int, np.ndarray] = {}
+        self._access: dict[int, RecordAccess] = {}
         self._first_numbers: list[int] = []
         self._all_features: ExampleDecoder | None = None
 
@@ -86,9 +84,9 @@ class TaskSplit(Sequence[Example]):
         return f"TaskSplit({self.task!r}, {self.split!r}, {len(self)} examples)"
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled without what it has loaded (offsets, the decoder): a worker process it is
-        sent to loads the indexes it needs itself."""
-        return {**self.__dict__, "_offsets": {}, "_first_numbers": [], "_all_features": None}
+        """Pickled without what it has loaded (shards opened by number, the decoder): a worker
+        process it is sent to loads the indexes it needs itself."""
+        return {**self.__dict__, "_access": {}, "_first_numbers": [], "_all_features": None}
 
     def __len__(self) -> int:
         return self._stats.get("examples", 0)
@@ -132,8 +130,8 @@ class TaskSplit(Sequence[Example]):
         def ended(shard: ShardFile, records: int) -> None:
             nonlocal read
             read += records
-            if index_for(fs.name_of(shard.path)) in self._files:
-                indexed = len(self.offsets(number_of[shard.path])) - 1
+            if format_of(shard.path).index_name(fs.name_of(shard.path)) in self._files:
+                indexed = len(self.records(number_of[shard.path]))
                 if records != indexed:
                     raise P3DataError(f"{shard.path}: holds {records} records, its record "
                                       f"index {indexed}; check the cache with p3data verify")
@@ -152,7 +150,7 @@ class TaskSplit(Sequence[Example]):
         return decode_batch(self._decoder(None), [self._record(number) for number in numbers])
 
     def _record(self, number: int) -> tuple[ShardFile, int, bytes]:
-        """Example `number`'s record: (shard, byte offset, payload), its CRCs checked."""
+        """Example `number`'s record: (shard, where it starts, payload), checked."""
         if not isinstance(number, int | np.integer):
             raise TypeError(f"examples are numbered by int, not {type(number).__name__}")
         size = len(self)
@@ -161,41 +159,29 @@ class TaskSplit(Sequence[Example]):
         number %= size
         firsts = self._firsts()
         shard_number = bisect.bisect_right(firsts, number) - 1
-        shard, offsets = self._shards[shard_number], self._offsets[shard_number]
-        record = number - firsts[shard_number]
-        start, end = int(offsets[record]), int(offsets[record + 1])
-        frames, used = frames_at(shard.filesystem.cat_file(shard.local, start, end), shard,
-                                 start, record)
-        if len(frames) != 1 or used != end - start:
-            raise CorruptRecordError(f"{shard.path}: record {record} does not end where its "
-                                     f"index says (it starts at byte {start}); rebuild the "
-                                     "index with p3data index")
-        return shard, start, frames[0][1]
+        where, payload = self.records(shard_number).read(number - firsts[shard_number])
+        return self._shards[shard_number], where, payload
 
-    def offsets(self, shard_number: int) -> np.ndarray:
-        """Shard `shard_number`'s record offsets (then its size): from its index, or found by
-        reading its records' headers (once)."""
-        if shard_number not in self._offsets:
+    def records(self, shard_number: int) -> RecordAccess:
+        """Shard `shard_number`'s records by number, opened once as its format opens them
+        (TFRecord's: from its record index, or by reading its records' headers)."""
+        if shard_number not in self._access:
             shard = self._shards[shard_number]
-            index = self._files.get(index_for(fs.name_of(shard.path)))
-            if index is None:
-                self._offsets[shard_number] = scan_offsets(shard.path, shard.size)
-                return self._offsets[shard_number]
-            try:
-                self._offsets[shard_number] = read_index(index.path, shard.size)
-            except RecordIndexError:  # which of the two changed, only verify can tell
-                raise RecordIndexError(
-                    f"{index.path} does not describe {shard.path} ({shard.size:,} bytes): the "
-                    "shard or its index changed since it was indexed; check the cache with "
-                    "p3data verify") from None
-        return self._offsets[shard_number]
+            shard_format = format_of(shard.path)
+            index_name = shard_format.index_name(fs.name_of(shard.path))
+            index = self._files.get(index_name) if index_name else None
+            self._access[shard_number] = shard_format.random_access(
+                shard.path, size=shard.size, index=index.path if index else None,
+                read_range=lambda start, end, shard=shard: shard.filesystem.cat_file(
+                    shard.local, start, end))
+        return self._access[shard_number]
 
     def _firsts(self) -> list[int]:
         """The number of each shard's first example (checked against the stats)."""
         if not self._first_numbers:
             firsts = [0]
             for number in range(len(self._shards)):
-                firsts.append(firsts[-1] + len(self.offsets(number)) - 1)
+                firsts.append(firsts[-1] + len(self.records(number)))
             if firsts[-1] != len(self):
                 raise self._miscounted(firsts[-1])
             self._first_numbers = firsts[:-1]

@@ -23,7 +23,8 @@ from p3data.format.cache_folder import is_complete, not_a_cache, scan
 from p3data.format.example_decoding import ExampleDecodeError, feature_spans, value_count
 from p3data.format.features import INPUTS, TARGETS
 from p3data.format.manifest import Manifest, ManifestError, SplitRecord, read_manifest
-from p3data.format.tfrecord import CorruptRecordError, read_records
+from p3data.format.shard_format import read_shard
+from p3data.format.tfrecord import CorruptRecordError
 from p3data.quality.validate import Lengths
 from p3data.taskset import RATE_SPLIT, MixtureDef, TaskSet
 from p3data.templates.render import RENDER_ERROR
@@ -223,7 +224,7 @@ def read_lengths(folder: str, shards: Sequence[str], examples: int, limit: int) 
     for name in shards:
         path = fs.join(folder, name)
         with fs.open_read(path) as handle:
-            for number, record in enumerate(read_records(handle, path)):
+            for number, record in enumerate(read_shard(handle, path)):
                 if number == per_shard or len(pairs) == limit:
                     break
                 try:

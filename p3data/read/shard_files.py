@@ -1,6 +1,6 @@
-"""Reading the records of TFRecord shards on any filesystem: in order, a block at a time
-(threads read ahead), CRCs checked, decoded in batches; a record that does not decode is named
-by its file and byte offset.
+"""Reading a cache's shard files on any filesystem: their records in order, a block at a time
+(threads read ahead), checked by their format (`format.shard_format`), decoded in batches; a
+record that does not decode is named by its file and where it starts.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from fsspec import AbstractFileSystem
 from p3data import fs
 from p3data.errors import P3DataError
 from p3data.format.example_decoding import ExampleDecodeError, ExampleDecoder
-from p3data.format.tfrecord import HEADER, records_in_blocks, whole_frames
+from p3data.format.shard_format import format_of
 
 Example = dict[str, Any]
 ShardEnded = Callable[["ShardFile", int], None]  # a shard read to its end, and its records
@@ -50,7 +50,7 @@ def read_examples(decoder: ExampleDecoder, shards: list[ShardFile], workers: int
                   ended: ShardEnded) -> Iterator[Example]:
     """The shards' examples in order, decoded a batch at a time."""
     batch: list[tuple[ShardFile, int, bytes]] = []
-    for record in read_records(shards, workers, ended):
+    for record in records_of_shards(shards, workers, ended):
         batch.append(record)
         if len(batch) == BATCH:
             yield from decode_batch(decoder, batch)
@@ -59,22 +59,22 @@ def read_examples(decoder: ExampleDecoder, shards: list[ShardFile], workers: int
 
 
 def shard_records(paths: Sequence[str], *, workers: int = 1) -> Iterator[bytes]:
-    """The serialized examples of TFRecord shards, in order, CRCs checked."""
-    for _, _, payload in read_records([ShardFile.at(path) for path in paths], workers):
+    """The serialized examples of shard files, in order, checked."""
+    for _, _, payload in records_of_shards([ShardFile.at(path) for path in paths], workers):
         yield payload
 
 
-def read_records(shards: list[ShardFile], workers: int,
-                 ended: ShardEnded = lambda shard, records: None
-                 ) -> Iterator[tuple[ShardFile, int, bytes]]:
-    """(shard, byte offset, payload) of every record of `shards`, in order, CRCs checked;
-    `ended` hears how many records each shard held once it is read."""
+def records_of_shards(shards: list[ShardFile], workers: int,
+                      ended: ShardEnded = lambda shard, records: None
+                      ) -> Iterator[tuple[ShardFile, int, bytes]]:
+    """(shard, where the record starts, payload) of every record of `shards`, in order,
+    checked; `ended` hears how many records each shard held once it is read."""
     for shard, blocks in groupby(_blocks(shards, workers), key=itemgetter(0)):
         records = 0
-        for offset, data, start, end in records_in_blocks(map(itemgetter(1), blocks),
-                                                          name=shard.path):
+        for offset, payload in format_of(shard.path).records_in_blocks(
+                map(itemgetter(1), blocks), name=shard.path):
             records += 1
-            yield shard, offset, data[start + HEADER:end - 4]
+            yield shard, offset, payload
         ended(shard, records)
 
 
@@ -106,14 +106,6 @@ def _read(shard: ShardFile, start: int, end: int) -> bytes:
     """Bytes `start` to `end` of a shard; an empty shard is one empty block, so that every
     shard is seen (and counted) as it is read."""
     return shard.filesystem.cat_file(shard.local, start, end) if end > start else b""
-
-
-def frames_at(data: bytes, shard: ShardFile, base: int,
-              number: int) -> tuple[list[tuple[int, bytes]], int]:
-    """The whole records at the start of `data` (byte `base` of `shard`, where its record
-    `number` starts) as (offset, payload), CRCs checked, and how many bytes they take."""
-    spans, used = whole_frames(data, name=shard.path, base=base, number=number)
-    return [(base + start, data[start + HEADER:end - 4]) for start, end in spans], used
 
 
 def decode_batch(decoder: ExampleDecoder,

@@ -1,4 +1,4 @@
-"""What an export folder records of each task (`<out>/<task>/.p3data-export.json`): the
+"""What an export folder says of each task (`<out>/<task>/.p3data-export.json`): the
 settings files were cut and encoded with, what they were made from, and the splits written.
 A rerun compares against it to skip what is done."""
 
@@ -9,10 +9,10 @@ from typing import Any
 import msgspec
 
 from p3data import fs
-from p3data.export.naming import RECORD
+from p3data.export.formats import export_format
+from p3data.export.naming import EXPORTED
 from p3data.export.schema import FeatureSpec
 
-FORMATS = ("parquet", "jsonl")
 EXPORT_VERSION = 1  # bump when the bytes written for the same settings change
 DEFAULT_EXAMPLES_PER_SHARD = 500_000
 ROW_GROUP_EXAMPLES = 10_000
@@ -21,14 +21,14 @@ ROW_GROUP_EXAMPLES = 10_000
 class ExportSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """How files are cut and encoded: a rerun with other settings exports a task anew."""
 
-    format: str
+    format: str  # a name in `formats.EXPORT_FORMATS`
     examples_per_shard: int = DEFAULT_EXAMPLES_PER_SHARD
     row_group_examples: int = ROW_GROUP_EXAMPLES
     version: int = EXPORT_VERSION
 
     @property
     def extension(self) -> str:
-        return f".{self.format}"
+        return export_format(self.format).extension
 
 
 class ExportedSplit(msgspec.Struct, frozen=True):
@@ -37,7 +37,7 @@ class ExportedSplit(msgspec.Struct, frozen=True):
     files: dict[str, int]  # name -> bytes
 
 
-class TaskRecord(msgspec.Struct, frozen=True):
+class ExportedTask(msgspec.Struct, frozen=True):
     """`<out>/<task>/.p3data-export.json`: the splits exported so far, how, and from what."""
 
     task: str
@@ -53,22 +53,23 @@ class TaskRecord(msgspec.Struct, frozen=True):
                 split.files.items()}
 
 
-def read_record(folder: str) -> TaskRecord | None:
-    """A task folder's export record; None when it has none, or one this p3data cannot use."""
+def read_exported(folder: str) -> ExportedTask | None:
+    """What a task folder says was exported; None when it says nothing, or nothing this p3data
+    can use."""
     try:
-        return msgspec.json.decode(fs.read_bytes(fs.join(folder, RECORD)), type=TaskRecord)
+        return msgspec.json.decode(fs.read_bytes(fs.join(folder, EXPORTED)), type=ExportedTask)
     except FileNotFoundError:
         return None
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None  # unreadable or of another version: the task is exported anew
 
 
-def write_record(folder: str, record: TaskRecord) -> None:
-    fs.write_bytes(fs.join(folder, RECORD),
-                   msgspec.json.format(msgspec.json.encode(record), indent=2) + b"\n")
+def write_exported(folder: str, exported: ExportedTask) -> None:
+    fs.write_bytes(fs.join(folder, EXPORTED),
+                   msgspec.json.format(msgspec.json.encode(exported), indent=2) + b"\n")
 
 
-def complete_records(out: str) -> list[TaskRecord]:
-    """The records of the tasks whose every split `out` holds, by task name."""
-    records = (read_record(fs.parent_of(path)) for path in fs.glob(fs.join(out, "*", RECORD)))
-    return sorted((r for r in records if r is not None and r.complete), key=lambda r: r.task)
+def complete_exports(out: str) -> list[ExportedTask]:
+    """The tasks whose every split `out` holds, by task name."""
+    tasks = (read_exported(fs.parent_of(path)) for path in fs.glob(fs.join(out, "*", EXPORTED)))
+    return sorted((t for t in tasks if t is not None and t.complete), key=lambda t: t.task)
