@@ -22,8 +22,8 @@ from p3data.format import layout
 from p3data.format.example import encode_example
 from p3data.format.example_decoding import decode_example
 from p3data.format.tfrecord import read_records, write_records
-from p3data.p3.compare import compare_with_p3
-from p3data.p3.counts import check_counts, p3_counts
+from p3data.p3_release.compare import compare_with_p3
+from p3data.p3_release.counts import check_counts, p3_counts
 
 TASKS = ("super_glue_copa_choose", "super_glue_copa_choose_score_eval",
          "super_glue_copa_exercise", "super_glue_copa_exercise_score_eval")

@@ -6,7 +6,7 @@ import pytest
 
 from p3data import t0
 from p3data.datasets.samples import sample_rows
-from p3data.p3.counts import p3_counts
+from p3data.p3_release.counts import p3_counts
 from p3data.taskset import load_definitions
 from p3data.templates import CompiledTemplate, Rendered
 

@@ -1,4 +1,5 @@
-"""`plan`: what a training mixture will feed the model, as a dry run with no caching.
+"""`p3data plan`'s projection: what a training mixture will feed the model, as a dry run
+with no caching.
 
 T0 samples each task in proportion to its cap (its train split size, or an even share of
 500,000 for big datasets), and the data repeats; how those caps turn into examples and tokens

@@ -39,7 +39,7 @@ from p3data.format.features import (
     TARGETS_TEXT,
     WEIGHT,
 )
-from p3data.p3.cached import (
+from p3data.p3_release.cached import (
     CachedTask,
     cached_tasks,
     entries_of,
