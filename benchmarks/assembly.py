@@ -23,13 +23,13 @@ from pathlib import Path
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from common import write_mirror
-from p3data.pipelines.cache import graph_runner
 
 from p3data import fs
 from p3data.builder.plan import CacheConfig, CachePlan, build_plan
 from p3data.builder.shard_work import process_unit
 from p3data.dataset_key import DatasetKey
 from p3data.format import layout
+from p3data.pipelines.cache import graph_runner
 from p3data.taskset import load_definitions
 from p3data.tokenize import Tokenizer
 from p3data.vocab import SAMPLE_VOCAB
