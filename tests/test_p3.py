@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import warnings
 from collections.abc import Callable
@@ -250,8 +251,11 @@ def test_progress_goes_to_the_stream_given(cache, tmp_path):
     stream = io.StringIO()
     comparison = compare_with_p3(str(cache), str(p3), progress_every=0, stream=stream)
     assert comparison.exit_code == 0
-    last = stream.getvalue().splitlines()[-1]
-    assert last.startswith("[p3data compare] task splits 12/12 · examples 192 · ")
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("[p3data compare] 1 examples · ")
+    assert "· task splits 0/12 · elapsed " in lines[0]
+    assert re.fullmatch(r"\[p3data compare\] 192 examples · [\d,]+/s · task splits 12/12 · "
+                        r"elapsed 0m\d\ds", lines[-1])
 
 
 def test_bad_inputs_are_one_error_line(cache, tmp_path, capsys):
