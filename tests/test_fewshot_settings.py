@@ -15,15 +15,9 @@ from helpers.fewshot import definitions, taskset
 
 from p3data import t0
 from p3data.errors import P3DataError
-from p3data.fewshot import (
-    FewshotSettings,
-    all_variants,
-    default_ratio,
-    default_variant_mixtures,
-    define_variant_mixture,
-    variant_name,
-)
-from p3data.fewshot.settings import MIN_INPUT_LENGTH
+from p3data.fewshot import FewshotSettings, define_variant_mixture
+from p3data.fewshot.settings import MIN_INPUT_LENGTH, default_ratio
+from p3data.fewshot.variants import all_variants, default_variant_mixtures, variant_name
 
 PACKAGE = Path(__file__).parent.parent / "p3data" / "fewshot"
 

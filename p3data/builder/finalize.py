@@ -33,7 +33,8 @@ from p3data.builder.plan import (
     task_folder,
 )
 from p3data.builder.pools import fewshot_record
-from p3data.fewshot import FewshotStats, VariantSpec
+from p3data.fewshot import VariantSpec
+from p3data.fewshot.stats import FewshotStats
 from p3data.format import layout, work
 from p3data.format.example import encode_entries, wrap_entries
 from p3data.format.features import IDX, task_features

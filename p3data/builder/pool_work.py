@@ -27,10 +27,9 @@ from p3data.builder.plan import CacheConfig, describe_bug
 from p3data.builder.pools import PoolSpec, PoolUnit
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError, storage_refusal, writing_in
-from p3data.fewshot import ExemplarPool, PoolBuilder
-from p3data.fewshot.pool import POOL_FILES, merge_pools
+from p3data.fewshot.pool import POOL_FILES, ExemplarPool, PoolBuilder, merge_pools
 from p3data.format.work import PoolRecord, read_record, write_record
-from p3data.templates import DatasetRenderer
+from p3data.templates.render import DatasetRenderer
 from p3data.tokenize import Tokenizer
 
 RECORD = "record.json"

@@ -21,9 +21,9 @@ and the per-task record), `parquet` and `jsonl` (a writer per format), `card` (R
 p3data may write, and the run over all tasks).
 """
 
+# What users may use (`p3data.export_tasks` too); the rest is imported from its module.
 from p3data.export.folder import export_tasks
-from p3data.export.records import ExportSettings, TaskRecord
-from p3data.export.selection import select_tasks
+from p3data.export.records import ExportSettings
 from p3data.export.task import TaskExportOutcome
 
-__all__ = ["ExportSettings", "TaskExportOutcome", "TaskRecord", "export_tasks", "select_tasks"]
+__all__ = ["ExportSettings", "TaskExportOutcome", "export_tasks"]

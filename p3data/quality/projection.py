@@ -26,8 +26,9 @@ from p3data.fewshot import VariantSpec
 from p3data.quality.common import TokenCounter, read_batches, variant_prompter
 from p3data.tables import text_table
 from p3data.taskset import TaskDef, TaskSet
-from p3data.templates import DatasetRenderer, Rendered, TemplateCollection, TemplateSource
-from p3data.templates.collection import promptsource_dir
+from p3data.templates import TemplateCollection
+from p3data.templates.collection import TemplateSource, promptsource_dir
+from p3data.templates.render import DatasetRenderer, Rendered
 
 SPLIT = "train"
 
