@@ -23,7 +23,6 @@ from pathlib import Path
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from common import write_mirror
-from p3data.pipelines.cache import graph_runner
 
 from p3data import fs
 from p3data.builder.jobs import CacheConfig, CachePlan
@@ -31,6 +30,7 @@ from p3data.builder.planning import build_plan
 from p3data.builder.shard_work import process_unit
 from p3data.dataset_key import DatasetKey
 from p3data.format import layout
+from p3data.pipelines.cache import graph_runner
 from p3data.taskset import load_definitions
 from p3data.tokenize import Tokenizer
 from p3data.vocab import SAMPLE_VOCAB

@@ -27,8 +27,9 @@ from common import DATASETS, run_measured, t0_tasks, write_mirror
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.stores import MirrorStore
-from p3data.templates import DatasetRenderer, Rendered, TemplateCollection
-from p3data.tokenize import with_extra_ids
+from p3data.templates import TemplateCollection
+from p3data.templates.render import DatasetRenderer, Rendered
+from p3data.tokenize.tokenizer import with_extra_ids
 from p3data.vocab import SAMPLE_VOCAB
 
 BIN = Path(sys.executable).parent

@@ -60,9 +60,12 @@ from common import bench_rows, run_measured, write_mirror
 from long_text import LONG
 
 from p3data.datasets.catalog import Catalog
-from p3data.fewshot import FewshotPrompter, FewshotSettings, PoolSource, build_pool
+from p3data.fewshot import FewshotSettings
+from p3data.fewshot.pool import PoolSource, build_pool
+from p3data.fewshot.prompter import FewshotPrompter
 from p3data.read import open_cache
-from p3data.templates import DatasetRenderer, Rendered, TemplateCollection
+from p3data.templates import TemplateCollection
+from p3data.templates.render import DatasetRenderer, Rendered
 from p3data.tokenize import Tokenizer
 from p3data.vocab import EXTRA_IDS, SAMPLE_VOCAB
 

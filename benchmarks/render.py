@@ -15,7 +15,8 @@ import time
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.samples import generate_rows, sample_splits
-from p3data.templates import DatasetRenderer, TemplateCollection
+from p3data.templates import TemplateCollection
+from p3data.templates.render import DatasetRenderer
 
 
 def promptsource_rate(key: DatasetKey, rows: list[dict]) -> float:

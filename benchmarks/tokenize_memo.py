@@ -29,8 +29,11 @@ from common import LONG_DATASETS, bench_rows, prose_vocab
 
 from p3data.batching import batched
 from p3data.dataset_key import DatasetKey
-from p3data.templates import DatasetRenderer, Rendered, TemplateCollection
-from p3data.tokenize import MemoStats, Tokenizer, with_extra_ids
+from p3data.templates import TemplateCollection
+from p3data.templates.render import DatasetRenderer, Rendered
+from p3data.tokenize import Tokenizer
+from p3data.tokenize.memo import MemoStats
+from p3data.tokenize.tokenizer import with_extra_ids
 from p3data.varints import packed
 from p3data.vocab import EXTRA_IDS, SAMPLE_VOCAB
 

@@ -1,5 +1,6 @@
-"""Progress of long runs, on stderr: a bar for work this process counts as it goes (`p3data
-export`, `fetch`), and a line every few seconds for work other processes do, read from the
+"""Progress of long runs, on stderr: a bar for work this process counts against a total it
+knows (`p3data export`, `fetch`), a line every few seconds for work it counts without one
+(`compare`, `index`), and a line every few seconds for work other processes do, read from the
 markers they leave as they finish (`p3data cache`'s workers, on any runner whose workers write
 where the driver can read: local disk, gs://). `duration` is how every progress line and
 summary shows elapsed time.
@@ -68,6 +69,33 @@ class ProgressBar:
         from tqdm import tqdm
 
         tqdm.write(f"[{self.label}] {line}", file=sys.stderr)
+
+
+class ProgressLine:
+    """Work this process counts with no total worth a bar: a line on `stream` at most every
+    `every` seconds (0: at every update), with how much is done, its rate, what else the caller
+    says (its `status`) and the time elapsed."""
+
+    def __init__(self, label: str, *, unit: str, every: float, stream: TextIO = sys.stderr,
+                 status: str = ""):
+        self.label, self.unit, self.every, self.stream = label, unit, every, stream
+        self.status, self.done = status, 0
+        self.start = self.last = time.monotonic()
+
+    def update(self, amount: int = 1, *, status: str | None = None) -> None:
+        """`amount` more done (0: only the status changed); a line if one is due."""
+        self.done += amount
+        if status is not None:
+            self.status = status
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            elapsed = now - self.start
+            rate = self.done / elapsed if elapsed else 0.0
+            parts = [f"{self.done:,} {self.unit}", f"{rate:,.0f}/s", self.status,
+                     f"elapsed {duration(elapsed)}"]
+            print(f"[{self.label}] " + " · ".join(part for part in parts if part),
+                  file=self.stream, flush=True)
 
 
 class MarkerProgress:

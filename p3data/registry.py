@@ -24,7 +24,8 @@ from p3data.format.features import FEWSHOT_FEATURES, TOKEN_FEATURES
 from p3data.preprocessors import rank_classification
 from p3data.sources import FewshotSource, PromptedSource, tf_dtype
 from p3data.taskset import MixtureDef, TaskDef, TaskSet
-from p3data.templates import CompiledTemplate, Template, TemplateCollection
+from p3data.templates import Template, TemplateCollection
+from p3data.templates.render import CompiledTemplate
 from p3data.vocab import EXTRA_IDS, vocabulary_path
 
 

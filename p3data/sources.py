@@ -29,14 +29,9 @@ from p3data.batching import batched
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.shards import RowStore, Shard
 from p3data.datasets.stores import open_store
-from p3data.fewshot import (
-    ExemplarPool,
-    FewshotPrompter,
-    FewshotSettings,
-    VariantSpec,
-    build_pool,
-    pool_source,
-)
+from p3data.fewshot import FewshotSettings, VariantSpec
+from p3data.fewshot.pool import ExemplarPool, build_pool, pool_source
+from p3data.fewshot.prompter import FewshotPrompter
 from p3data.format.features import (
     ANSWER_CHOICES,
     EXEMPLAR_ROWS,
@@ -47,7 +42,8 @@ from p3data.format.features import (
     Feature,
     source_features,
 )
-from p3data.templates import CompiledTemplate, Rendered, Template, prepare_row
+from p3data.templates import Template
+from p3data.templates.render import CompiledTemplate, Rendered, prepare_row
 from p3data.tokenize import Tokenizer
 from p3data.vocab import EXTRA_IDS, read_vocabulary, vocabulary_path
 

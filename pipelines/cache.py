@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import apache_beam as beam
-from p3data.pipelines.workers import service_refusals
 
 from p3data import fs
 from p3data.builder.assembly import (
@@ -44,6 +43,7 @@ from p3data.builder.pool_work import build_pool_parts, merge_pool
 from p3data.builder.shard_work import process_unit
 from p3data.builder.shipping import ShippedPlan, ship
 from p3data.builder.work_folder import SplitSummary, UnitMarker, write_json
+from p3data.pipelines.workers import service_refusals
 from p3data.tokenize import Tokenizer
 
 

@@ -13,7 +13,8 @@ import tensorflow as tf
 
 from p3data.format.example import encode_example
 from p3data.format.tfrecord import CorruptRecordError, read_records, write_framed
-from p3data.tokenize import Tokenizer, with_extra_ids
+from p3data.tokenize import Tokenizer
+from p3data.tokenize.tokenizer import with_extra_ids
 from p3data.vocab import SAMPLE_VOCAB
 
 FEATURES = [

@@ -64,6 +64,7 @@ def test_which_runs_are_remote(args, remote):
 
 def test_dataflow_stages_p3data_unless_the_job_brings_its_own(gcs_server, bucket, tmp_path):
     from apache_beam.options.pipeline_options import SetupOptions
+
     from p3data.pipelines.workers import stage_p3data
 
     dataflow = [*DATAFLOW, f"--temp_location={bucket}/tmp"]
@@ -232,6 +233,7 @@ def _shipped(plan: CachePlan) -> tuple[int, int]:
     """The pipeline proto Beam would submit for this plan, serialized, and the plan its steps
     read from the work folder: their sizes."""
     import apache_beam as beam
+
     from p3data.pipelines.cache import build
 
     pipeline = beam.Pipeline(runner="DirectRunner")

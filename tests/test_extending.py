@@ -25,8 +25,8 @@ from p3data.datasets.catalog import (
 )
 from p3data.datasets.hub import HubStore
 from p3data.registry import register_mixture, register_prompted
-from p3data.templates import TemplateCollection, TemplateSource, default_sources
-from p3data.templates.collection import ENV_TEMPLATE_DIRS
+from p3data.templates import TemplateCollection
+from p3data.templates.collection import ENV_TEMPLATE_DIRS, TemplateSource, default_sources
 
 CATALOG = """
 - dataset: my_reviews

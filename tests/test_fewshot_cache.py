@@ -17,7 +17,7 @@ from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.stores import ENV_DATA_DIR
 from p3data.format.features import EXEMPLAR_ROWS, NUM_SHOTS
 from p3data.format.tfrecord import read_records
-from p3data.tokenize import ENV_MEMO
+from p3data.tokenize.tokenizer import ENV_MEMO
 from p3data.vocab import ENV_VOCAB, SAMPLE_VOCAB
 
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")

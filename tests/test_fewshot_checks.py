@@ -8,7 +8,7 @@ import pytest
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.fewshot import FewshotSettings, VariantSpec
 from p3data.quality.common import TokenCounter
-from p3data.quality.plan import format_plan, plan
+from p3data.quality.projection import format_plan, plan
 from p3data.quality.validate import format_report, validate
 from p3data.taskset import load_definitions
 

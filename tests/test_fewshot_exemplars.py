@@ -15,18 +15,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from p3data.datasets.samples import generate_rows, sample_rows
-from p3data.fewshot import (
-    Draws,
-    ExemplarPool,
-    FewshotSettings,
-    FewshotStats,
-    PoolBuilder,
-    assemble,
-    draw_key,
-    input_key,
-    per_choice,
-)
-from p3data.templates import NO_LABEL, Rendered
+from p3data.fewshot import FewshotSettings
+from p3data.fewshot.draws import Draws, draw_key
+from p3data.fewshot.example import assemble, per_choice
+from p3data.fewshot.pool import ExemplarPool, PoolBuilder, input_key
+from p3data.fewshot.stats import FewshotStats
+from p3data.templates.render import NO_LABEL, Rendered
 
 RTE = ("super_glue", "rte")
 RTE_ROWS = {split: sample_rows(catalog().get(*RTE).key, split)

@@ -8,9 +8,9 @@ import pytest
 from helpers.fewshot import TaskSplit, catalog, tokens
 
 from p3data.datasets.samples import generate_rows, sample_rows
-from p3data.fewshot import FewshotSettings, cut_text
-from p3data.fewshot.shorten import cut_value, passage_fields
-from p3data.templates import Rendered
+from p3data.fewshot import FewshotSettings
+from p3data.fewshot.shorten import cut_text, cut_value, passage_fields
+from p3data.templates.render import Rendered
 
 WIKI_HOP = ("wiki_hop", "original")
 WIKI_HOP_ROWS = {split: sample_rows(catalog().get(*WIKI_HOP).key, split)

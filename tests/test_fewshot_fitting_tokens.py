@@ -21,11 +21,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from p3data.datasets.samples import generate_rows, rendered_texts
-from p3data.fewshot import FewshotSettings, QueryShortener, cut_text, fitting, passage_fields
+from p3data.fewshot import FewshotSettings, fitting
 from p3data.fewshot.fitting import Cuts
-from p3data.fewshot.shorten import SHORT_FIELD_CHARS, cut_value
-from p3data.templates import CompiledTemplate, Rendered, Template, TemplateCollection
-from p3data.tokenize import Tokenizer, with_extra_ids
+from p3data.fewshot.shorten import (
+    SHORT_FIELD_CHARS,
+    QueryShortener,
+    cut_text,
+    cut_value,
+    passage_fields,
+)
+from p3data.templates import Template, TemplateCollection
+from p3data.templates.render import CompiledTemplate, Rendered
+from p3data.tokenize import Tokenizer
+from p3data.tokenize.tokenizer import with_extra_ids
 from p3data.vocab import EXTRA_IDS, SAMPLE_VOCAB
 
 SEQIO_MODEL = os.path.join(os.path.dirname(importlib.util.find_spec("seqio").origin),

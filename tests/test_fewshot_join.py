@@ -18,7 +18,8 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from p3data.datasets.samples import generate_rows, rendered_texts, sample_rows
 from p3data.fewshot import FewshotSettings
 from p3data.templates import TemplateCollection
-from p3data.tokenize import Tokenizer, join_refusal, with_extra_ids
+from p3data.tokenize import Tokenizer, join_refusal
+from p3data.tokenize.tokenizer import with_extra_ids
 from p3data.varints import unpacked
 from p3data.vocab import EXTRA_IDS, SAMPLE_VOCAB
 

@@ -18,21 +18,15 @@ from p3data import t0
 from p3data.builder.fingerprint import pool_fingerprint, task_fingerprint
 from p3data.builder.jobs import CacheConfig
 from p3data.errors import P3DataError
-from p3data.fewshot import (
-    FewshotSettings,
-    VariantSpec,
-    all_variants,
-    default_ratio,
-    default_variant_mixtures,
-    define_variant_mixture,
-    variant_name,
-)
+from p3data.fewshot import FewshotSettings, VariantSpec, define_variant_mixture
 from p3data.fewshot.settings import (
     MIN_INPUT_LENGTH,
     NOT_IN_PROMPTS,
     POOL_SETTINGS,
     PROMPT_SETTINGS,
+    default_ratio,
 )
+from p3data.fewshot.variants import all_variants, default_variant_mixtures, variant_name
 
 PACKAGE = Path(__file__).parent.parent / "p3data" / "fewshot"
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import seqio
 
-from p3data.fewshot import FewshotSettings, define_variant_mixture, variant_name
+from p3data.fewshot import FewshotSettings, define_variant_mixture
+from p3data.fewshot.variants import variant_name
 from p3data.format.features import EXEMPLAR_ROWS, NUM_SHOTS
 
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")

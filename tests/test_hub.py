@@ -40,7 +40,8 @@ from p3data.datasets.hub import ENV_HUB_ROOT, HubStore, hub_path
 from p3data.datasets.parquet import is_transient, with_retries
 from p3data.datasets.stores import ENV_DATA_DIR, open_store
 from p3data.format.manifest import read_manifest
-from p3data.templates import DatasetRenderer, Rendered, TemplateCollection
+from p3data.templates import TemplateCollection
+from p3data.templates.render import DatasetRenderer, Rendered
 from p3data.vocab import SAMPLE_VOCAB
 
 

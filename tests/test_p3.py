@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import warnings
 from collections.abc import Callable
@@ -23,8 +24,8 @@ from p3data.format.example import encode_example
 from p3data.format.example_decoding import decode_example
 from p3data.format.shard_format import shard_name
 from p3data.format.tfrecord import read_records, write_framed
-from p3data.p3.compare import compare_with_p3
-from p3data.p3.counts import check_counts, p3_counts
+from p3data.p3_release.compare import compare_with_p3
+from p3data.p3_release.counts import check_counts, p3_counts
 
 TASKS = ("super_glue_copa_choose", "super_glue_copa_choose_score_eval",
          "super_glue_copa_exercise", "super_glue_copa_exercise_score_eval")
@@ -251,8 +252,11 @@ def test_progress_goes_to_the_stream_given(cache, tmp_path):
     stream = io.StringIO()
     comparison = compare_with_p3(str(cache), str(p3), progress_every=0, stream=stream)
     assert comparison.exit_code == 0
-    last = stream.getvalue().splitlines()[-1]
-    assert last.startswith("[p3data compare] task splits 12/12 · examples 192 · ")
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("[p3data compare] 1 examples · ")
+    assert "· task splits 0/12 · elapsed " in lines[0]
+    assert re.fullmatch(r"\[p3data compare\] 192 examples · [\d,]+/s · task splits 12/12 · "
+                        r"elapsed 0m\d\ds", lines[-1])
 
 
 def test_bad_inputs_are_one_error_line(cache, tmp_path, capsys):

@@ -6,9 +6,9 @@ import pytest
 
 from p3data import t0
 from p3data.datasets.samples import sample_rows
-from p3data.p3.counts import p3_counts
+from p3data.p3_release.counts import p3_counts
 from p3data.taskset import load_definitions
-from p3data.templates import CompiledTemplate, Rendered
+from p3data.templates.render import CompiledTemplate, Rendered
 
 # Datasets of p3data's tasks of which P3 publishes no task at all.
 DATASETS_NOT_IN_P3 = {

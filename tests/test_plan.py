@@ -11,7 +11,7 @@ from p3data.cli import main
 from p3data.datasets.catalog import ENV_CATALOG
 from p3data.errors import P3DataError
 from p3data.quality.common import TokenCounter
-from p3data.quality.plan import compare, plan, published_definitions
+from p3data.quality.projection import compare, plan, published_definitions
 from p3data.taskset import load_definitions
 from p3data.templates.collection import ENV_TEMPLATE_DIRS
 

@@ -1,12 +1,13 @@
 """The progress bar of `p3data export` and `fetch`: the work an item does not do leaves the
-total, the bar names the item in hand, notes go above it."""
+total, the bar names the item in hand, notes go above it. The line of `compare` and `index`:
+at most one every so often, saying what is done, its rate and the caller's status."""
 
 from __future__ import annotations
 
 import io
 import sys
 
-from p3data.progress import ProgressBar, duration
+from p3data.progress import ProgressBar, ProgressLine, duration
 
 
 class Terminal(io.StringIO):
@@ -32,3 +33,18 @@ def test_work_an_item_does_not_do_leaves_the_total(monkeypatch):
 
 def test_duration():
     assert [duration(s) for s in (0, 61.9, 3600, 7325)] == ["0m00s", "1m01s", "1h00m", "2h02m"]
+
+
+def test_a_progress_line_at_most_every_so_often():
+    stream = io.StringIO()
+    quiet = ProgressLine("p3data compare", unit="examples", every=3600, stream=stream)
+    for _ in range(1000):
+        quiet.update()
+    assert quiet.done == 1000 and stream.getvalue() == ""  # none due within the hour
+    every = ProgressLine("p3data index", unit="shards", every=0, stream=stream, status="start")
+    every.update(2)
+    every.update(0, status="task t")
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("[p3data index] 2 shards · ")
+    assert lines[0].endswith(" · start · elapsed 0m00s")
+    assert lines[1].endswith(" · task t · elapsed 0m00s")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import subprocess
 import sys
@@ -46,3 +47,19 @@ def test_every_package_has_all():
         assert isinstance(getattr(module, "__all__", None), list), name
         for exported in module.__all__:
             assert hasattr(module, exported), f"{name}.{exported}"
+
+
+def test_a_package_offers_only_its_all():
+    """What a package's `__init__` binds is what its `__all__` says users may use: the rest is
+    imported from the module that defines it (ARCHITECTURE.md, "Public modules")."""
+    packages = [info.name for info in pkgutil.walk_packages([str(ROOT)], "p3data.")
+                if info.ispkg and info.name != "p3data.data"]
+    for name in packages:
+        module = importlib.import_module(name)
+        offered = {key for key, value in vars(module).items()  # re-exported from its modules
+                   if not key.startswith("_") and not inspect.ismodule(value)
+                   and getattr(value, "__module__", "").startswith(f"{name}.")}
+        assert offered <= set(module.__all__), (name, sorted(offered - set(module.__all__)))
+    fewshot = importlib.import_module("p3data.fewshot")
+    assert fewshot.__all__ == ["FewshotSettings", "VariantMixture", "VariantSpec",
+                               "define_variant_mixture"]

@@ -7,15 +7,18 @@ import pytest
 
 from p3data import batching
 from p3data.errors import TemplateError
-from p3data.templates import (
+from p3data.templates import Template
+from p3data.templates.render import (
+    EMPTY_INPUTS,
+    EXTRA_SEPARATOR,
     NO_LABEL,
+    NO_SEPARATOR,
+    RENDER_ERROR,
     CompiledTemplate,
     DatasetRenderer,
     Dropped,
     Rendered,
-    Template,
 )
-from p3data.templates.render import EMPTY_INPUTS, EXTRA_SEPARATOR, NO_SEPARATOR, RENDER_ERROR
 
 
 def compiled(jinja: str, answer_choices: str | None = None, tid: str = "t-1") -> CompiledTemplate:

@@ -9,8 +9,16 @@ from helpers.t0_reference import Reference, promptsource_template, t0_apply
 
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.samples import SAMPLES_DIR, sample_rows, sample_splits
-from p3data.templates import CompiledTemplate, Dropped, Rendered, TemplateCollection
-from p3data.templates.render import EMPTY_INPUTS, EXTRA_SEPARATOR, NO_SEPARATOR, RENDER_ERROR
+from p3data.templates import TemplateCollection
+from p3data.templates.render import (
+    EMPTY_INPUTS,
+    EXTRA_SEPARATOR,
+    NO_SEPARATOR,
+    RENDER_ERROR,
+    CompiledTemplate,
+    Dropped,
+    Rendered,
+)
 
 COLLECTION = TemplateCollection.default()
 

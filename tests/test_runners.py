@@ -45,13 +45,13 @@ def test_steps_carry_where_the_plan_is_and_a_process_reads_it_once(tmp_path):
     of the plan the driver shipped to the work folder, not the model, the tasks or the units;
     set up, every step has that plan, read once per process."""
     from apache_beam.internal import pickler
-    from p3data.pipelines import cache
 
     from p3data import fs
     from p3data.builder.jobs import CacheConfig
     from p3data.builder.planning import build_plan
     from p3data.builder.shipping import ship
     from p3data.datasets.samples import SAMPLES_DIR
+    from p3data.pipelines import cache
     from p3data.taskset import load_definitions
     from p3data.vocab import SAMPLE_VOCAB
 

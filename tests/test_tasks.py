@@ -17,7 +17,7 @@ from p3data.dataset_key import DatasetKey
 from p3data.datasets.errors import DataNotFoundError
 from p3data.datasets.samples import SAMPLES_DIR, sample_rows
 from p3data.datasets.stores import ENV_DATA_DIR, ENV_MANUAL_DIR
-from p3data.templates import CompiledTemplate, Rendered
+from p3data.templates.render import CompiledTemplate, Rendered
 from p3data.vocab import ENV_VOCAB, SAMPLE_VOCAB
 
 EOS = 1

@@ -7,9 +7,15 @@ import pytest
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.samples import SAMPLES_DIR, sample_rows, sample_splits
 from p3data.errors import RenderLimitError, TemplateError
-from p3data.templates import CompiledTemplate, DatasetRenderer, Dropped, Rendered, Template, limits
+from p3data.templates import Template, limits
 from p3data.templates.collection import TemplateCollection
-from p3data.templates.render import RENDER_ERROR
+from p3data.templates.render import (
+    RENDER_ERROR,
+    CompiledTemplate,
+    DatasetRenderer,
+    Dropped,
+    Rendered,
+)
 
 ROW = {"premise": "The man turned on the faucet.", "text": "a b c", "n": 3}
 BUDGET = "work budget of 1,000,000 steps"

@@ -6,8 +6,9 @@ import pytest
 from helpers.templates import template_entry, write_templates
 
 from p3data.errors import NotFoundError, TemplateFileError
-from p3data.templates import CompiledTemplate, TemplateCollection, TemplateSource
-from p3data.templates.collection import ENV_TEMPLATE_DIRS
+from p3data.templates import TemplateCollection
+from p3data.templates.collection import ENV_TEMPLATE_DIRS, TemplateSource
+from p3data.templates.render import CompiledTemplate
 
 
 def test_promptsource_and_project_sources_are_loaded():

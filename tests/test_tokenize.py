@@ -24,9 +24,10 @@ from p3data.datasets.catalog import Catalog
 from p3data.datasets.samples import rendered_texts
 from p3data.errors import P3DataError
 from p3data.templates import TemplateCollection
-from p3data.tokenize import ENV_MEMO, Tokenizer, with_extra_ids, word_split_refusal
+from p3data.tokenize import Tokenizer, word_split_refusal
 from p3data.tokenize import memo as tokenize_memo
 from p3data.tokenize import tokenizer as tokenizer_module
+from p3data.tokenize.tokenizer import ENV_MEMO, with_extra_ids
 from p3data.vocab import SAMPLE_VOCAB
 
 EXTRA_IDS = 100

@@ -18,8 +18,9 @@ from test_tokenize import EXTRA_IDS, ODD, SEQIO_MODEL, _plain
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.samples import rendered_texts
 from p3data.templates import TemplateCollection
-from p3data.tokenize import Tokenizer, ascii_refusal, raw_cut_refusal, with_extra_ids
-from p3data.tokenize.checks import _rules_skip
+from p3data.tokenize import Tokenizer
+from p3data.tokenize.checks import _rules_skip, ascii_refusal, raw_cut_refusal
+from p3data.tokenize.tokenizer import with_extra_ids
 from p3data.varints import packed
 from p3data.vocab import SAMPLE_VOCAB
 

@@ -27,7 +27,8 @@ from p3data.batching import batched
 from p3data.builder import work_folder as work
 from p3data.builder.jobs import CacheConfig, TaskInfo, task_folder
 from p3data.builder.work_folder import DealtPart, SplitSummary
-from p3data.fewshot import FewshotStats, VariantSpec
+from p3data.fewshot import VariantSpec
+from p3data.fewshot.stats import FewshotStats
 from p3data.format import layout
 from p3data.format.example import encode_entries, wrap_entries
 from p3data.format.features import IDX, task_features

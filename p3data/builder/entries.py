@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from p3data.format.example import encode_entries, packed_ids_entry, text_entry
 from p3data.format.features import ANSWER_CHOICES, IS_CORRECT, TARGETS, TARGETS_TEXT, WEIGHT
-from p3data.tokenize import EOS_ID, MEMO_MAX_CHARS, Packed, Tokenizer
+from p3data.tokenize import Tokenizer
+from p3data.tokenize.tokenizer import EOS_ID, MEMO_MAX_CHARS, Packed
 from p3data.varints import varint
 
 _EOS = varint(EOS_ID)

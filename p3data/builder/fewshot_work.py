@@ -21,7 +21,9 @@ from p3data.builder.entries import EntryEncoder
 from p3data.builder.jobs import CacheConfig, TaskOutput
 from p3data.builder.pool_work import load_pool
 from p3data.errors import P3DataError
-from p3data.fewshot import FewshotExample, FewshotPrompter, build_pool
+from p3data.fewshot.example import FewshotExample
+from p3data.fewshot.pool import build_pool
+from p3data.fewshot.prompter import FewshotPrompter
 from p3data.format.example import (
     encode_entries,
     ids_entry,
@@ -31,7 +33,7 @@ from p3data.format.example import (
 )
 from p3data.format.features import EXEMPLAR_ROWS, INPUTS, INPUTS_TEXT, NUM_SHOTS
 from p3data.format.shard_format import DEFAULT_SHARD_FORMAT as SHARDS
-from p3data.templates import CompiledTemplate, Rendered
+from p3data.templates.render import CompiledTemplate, Rendered
 
 Group = tuple[str, str, str, str]  # (draw task, task split, template name, what makes prompts)
 

@@ -40,7 +40,8 @@ from p3data.dataset_key import DatasetKey
 from p3data.datasets.shards import Shard
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError, describe_bug
-from p3data.fewshot import VariantSpec, pool_source
+from p3data.fewshot import VariantSpec
+from p3data.fewshot.pool import pool_source
 from p3data.format import layout
 from p3data.format.cache_folder import is_complete, splits_present
 from p3data.format.manifest import EXEMPLARS, Manifest, ManifestError, read_manifest

@@ -28,9 +28,8 @@ from p3data.builder.pools import PoolSpec, PoolUnit
 from p3data.builder.work_folder import PoolRecord, read_json, write_json
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError, describe_bug, storage_refusal, writing_in
-from p3data.fewshot import ExemplarPool, PoolBuilder
-from p3data.fewshot.pool import POOL_FILES, merge_pools
-from p3data.templates import DatasetRenderer
+from p3data.fewshot.pool import POOL_FILES, ExemplarPool, PoolBuilder, merge_pools
+from p3data.templates.render import DatasetRenderer
 from p3data.tokenize import Tokenizer
 
 RECORD = "record.json"

@@ -26,7 +26,9 @@ from p3data.builder.work_folder import WorkDir
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.shards import Shard
-from p3data.fewshot import FewshotSettings, PoolSource, VariantSpec, pool_source, variant_name
+from p3data.fewshot import FewshotSettings, VariantSpec
+from p3data.fewshot.pool import PoolSource, pool_source
+from p3data.fewshot.variants import variant_name
 from p3data.format.manifest import EXEMPLARS
 from p3data.templates import Template
 

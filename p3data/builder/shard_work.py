@@ -21,7 +21,7 @@ from p3data.errors import P3DataError, describe_bug, storage_refusal
 from p3data.format.example import packed_ids_entry, text_entry, wrap_entries
 from p3data.format.features import INPUTS, INPUTS_TEXT
 from p3data.format.shard_format import DEFAULT_SHARD_FORMAT as SHARDS
-from p3data.templates import DatasetRenderer, Dropped, Rendered
+from p3data.templates.render import DatasetRenderer, Dropped, Rendered
 from p3data.tokenize import Tokenizer
 
 

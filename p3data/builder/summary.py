@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from p3data.builder.jobs import CachePlan
-from p3data.fewshot import FewshotStats
-from p3data.fewshot.stats import STATS_COLUMNS, STATS_LEGEND
+from p3data.fewshot.stats import STATS_COLUMNS, STATS_LEGEND, FewshotStats
 from p3data.format import layout
 from p3data.format.manifest import read_manifests
 from p3data.tables import text_table

@@ -23,7 +23,7 @@ from p3data.errors import P3DataError
 
 def run(args: argparse.Namespace) -> int:
     from p3data import fs
-    from p3data.p3.compare import compare_with_p3
+    from p3data.p3_release.compare import compare_with_p3
 
     require("pyarrow")
     if fs.exists(args.p3_dir) and not fs.is_dir(args.p3_dir):

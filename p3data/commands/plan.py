@@ -11,7 +11,7 @@ from p3data.errors import P3DataError
 
 def run(args: argparse.Namespace) -> int:
     from p3data.quality.common import TokenCounter
-    from p3data.quality.plan import as_json, format_plan, plan
+    from p3data.quality.projection import as_json, format_plan, plan
     from p3data.taskset import load_definitions
 
     if (args.steps is None) != (args.batch_size is None):

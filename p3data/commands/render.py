@@ -11,7 +11,8 @@ from pathlib import Path
 from p3data.batching import row_batches
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.rows import RowFile
-from p3data.templates import DatasetRenderer, Dropped, TemplateCollection
+from p3data.templates import TemplateCollection
+from p3data.templates.render import DatasetRenderer, Dropped
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,7 +17,9 @@ from p3data.errors import P3DataError
 
 
 def run(args: argparse.Namespace) -> int:
-    from p3data.report import collect, render_html, render_markdown
+    from p3data.report.collect import collect
+    from p3data.report.html import render_html
+    from p3data.report.markdown import render_markdown
     from p3data.taskset import load_definitions
 
     require("matplotlib")

@@ -28,7 +28,8 @@ def list_tasks(args: argparse.Namespace) -> int:
 
 
 def show_task(args: argparse.Namespace) -> int:
-    from p3data.fewshot import VariantSpec, pool_source
+    from p3data.fewshot import VariantSpec
+    from p3data.fewshot.pool import pool_source
     from p3data.taskset import load_definitions
 
     definitions = load_definitions()

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     print(verdict.summary() + extra)
     if not args.against_p3_counts:
         return verdict.exit_code
-    from p3data.p3.counts import check_counts
+    from p3data.p3_release.counts import check_counts
 
     check = check_counts(args.cache_dir)
     for line in check.lines():

@@ -16,7 +16,8 @@ from typing import Any
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog, DatasetEntry
 from p3data.datasets.rows import read_jsonl
-from p3data.templates import DatasetRenderer, Rendered, TemplateCollection
+from p3data.templates import TemplateCollection
+from p3data.templates.render import DatasetRenderer, Rendered
 
 SAMPLES_DIR = Path(__file__).parent.parent / "data" / "samples"
 

@@ -22,9 +22,9 @@ Bottom up: `naming` (file names), `schema` (features as typed columns), `parquet
 p3data may write, and the run over all tasks).
 """
 
-from p3data.export.exported import ExportedTask, ExportSettings
+# What users may use (`p3data.export_tasks` too); the rest is imported from its module.
+from p3data.export.exported import ExportSettings
 from p3data.export.folder import export_tasks
-from p3data.export.selection import select_tasks
 from p3data.export.task import TaskExportOutcome
 
-__all__ = ["ExportSettings", "ExportedTask", "TaskExportOutcome", "export_tasks", "select_tasks"]
+__all__ = ["ExportSettings", "TaskExportOutcome", "export_tasks"]

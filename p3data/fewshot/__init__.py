@@ -16,66 +16,9 @@ foundation, the templates, the datasets and T0's definitions. Bottom up:
 - `definitions`: every T0 task's variants and their mixtures, as a collection of the task set.
 """
 
-from p3data.fewshot.draws import Draws, draw_key
-from p3data.fewshot.example import ChoiceExample, FewshotExample, assemble, per_choice
-from p3data.fewshot.pool import (
-    ExemplarPool,
-    PoolBuilder,
-    PoolSource,
-    build_pool,
-    input_key,
-    is_usable,
-    pool_source,
-)
-from p3data.fewshot.prompter import FewshotPrompter
-from p3data.fewshot.select import NO_ROOM, SHORT_POOL, Selection, select_exemplars
-from p3data.fewshot.settings import DEFAULT_SHOTS, FewshotSettings, default_ratio
-from p3data.fewshot.shorten import FittedQuery, QueryShortener, cut_text, passage_fields
-from p3data.fewshot.stats import FewshotStats
-from p3data.fewshot.variants import (
-    VariantMixture,
-    VariantSpec,
-    all_variants,
-    default_variant_mixtures,
-    define_variant_mixture,
-    eval_mixture_name,
-    fewshot_mixture_name,
-    variant_name,
-)
+# What users may use (docs/fewshot.md): settings, defining variant mixtures, and what a variant
+# task and mixture are. The rest is imported from its module.
+from p3data.fewshot.settings import FewshotSettings
+from p3data.fewshot.variants import VariantMixture, VariantSpec, define_variant_mixture
 
-__all__ = [
-    "DEFAULT_SHOTS",
-    "NO_ROOM",
-    "SHORT_POOL",
-    "ChoiceExample",
-    "Draws",
-    "ExemplarPool",
-    "FewshotExample",
-    "FewshotPrompter",
-    "FewshotSettings",
-    "FewshotStats",
-    "FittedQuery",
-    "PoolBuilder",
-    "PoolSource",
-    "QueryShortener",
-    "Selection",
-    "VariantMixture",
-    "VariantSpec",
-    "all_variants",
-    "assemble",
-    "build_pool",
-    "cut_text",
-    "default_ratio",
-    "default_variant_mixtures",
-    "define_variant_mixture",
-    "draw_key",
-    "eval_mixture_name",
-    "fewshot_mixture_name",
-    "input_key",
-    "is_usable",
-    "passage_fields",
-    "per_choice",
-    "pool_source",
-    "select_exemplars",
-    "variant_name",
-]
+__all__ = ["FewshotSettings", "VariantMixture", "VariantSpec", "define_variant_mixture"]

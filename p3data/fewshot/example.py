@@ -16,7 +16,7 @@ import numpy as np
 
 from p3data.fewshot.settings import FewshotSettings
 from p3data.format.features import EXEMPLAR_ROWS, FEATURES, NUM_SHOTS
-from p3data.tokenize import Packed
+from p3data.tokenize.tokenizer import Packed
 
 
 def assemble(exemplars: Sequence[str], query: str, settings: FewshotSettings) -> str:

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from p3data.fewshot.pool import id_count
-from p3data.tokenize import Entry, Tokenizer
+from p3data.tokenize import Tokenizer
+from p3data.tokenize.entries import Entry
 
 MAX_ROUNDS = 3
 UNFIT = -1  # `search`'s cap when even cap 0 does not fit

@@ -29,8 +29,10 @@ import numpy as np
 
 from p3data.fewshot.settings import FewshotSettings
 from p3data.t0 import TaskSpec
-from p3data.templates import NO_LABEL, Outcome, Rendered
-from p3data.tokenize import Entry, Packed, Tokenizer
+from p3data.templates.render import NO_LABEL, Outcome, Rendered
+from p3data.tokenize import Tokenizer
+from p3data.tokenize.entries import Entry
+from p3data.tokenize.tokenizer import Packed
 
 TRAIN = "train"
 _CONTINUATION = bytes(range(0x80, 0x100))  # varint bytes that are not a varint's last

@@ -26,8 +26,9 @@ from p3data.fewshot.select import Selection, select_exemplars
 from p3data.fewshot.settings import FewshotSettings
 from p3data.fewshot.shorten import FittedQuery, QueryShortener
 from p3data.fewshot.stats import FewshotStats
-from p3data.templates import CompiledTemplate, Rendered
-from p3data.tokenize import Entry, Tokenizer
+from p3data.templates.render import CompiledTemplate, Rendered
+from p3data.tokenize import Tokenizer
+from p3data.tokenize.entries import Entry
 
 Query = tuple[Mapping[str, Any], Rendered]  # a source row, and its render by the template
 

@@ -27,8 +27,9 @@ from typing import Any
 
 from p3data.fewshot.fitting import UNFIT, Cuts, Probe, estimate, search
 from p3data.fewshot.pool import id_count
-from p3data.templates import CompiledTemplate, Rendered
-from p3data.tokenize import Entry, Tokenizer
+from p3data.templates.render import CompiledTemplate, Rendered
+from p3data.tokenize import Tokenizer
+from p3data.tokenize.entries import Entry
 
 # Fields this short are questions, hypotheses, options: kept whole (the catalog's longest mean
 # question, quarel's, is 230 characters); only longer ones are passages.

@@ -15,8 +15,10 @@ from p3data.batching import row_batches
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.stores import ENV_DATA_DIR, MirrorStore, mirror_dir
 from p3data.errors import P3DataError
-from p3data.fewshot import FewshotPrompter, VariantSpec, build_pool, pool_source
-from p3data.templates import DatasetRenderer
+from p3data.fewshot import VariantSpec
+from p3data.fewshot.pool import build_pool, pool_source
+from p3data.fewshot.prompter import FewshotPrompter
+from p3data.templates.render import DatasetRenderer
 from p3data.tokenize import Tokenizer
 from p3data.vocab import SAMPLE_VOCAB
 

@@ -25,8 +25,8 @@ from jinja2 import nodes
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog
 from p3data.errors import TemplateError, TemplateFileError
-from p3data.templates import CompiledTemplate, Template, default_sources
-from p3data.templates.collection import TEMPLATE_FILENAME
+from p3data.templates import Template
+from p3data.templates.collection import TEMPLATE_FILENAME, default_sources
 from p3data.templates.limits import (
     MAX_INT_DIGITS,
     MAX_STEPS,
@@ -34,7 +34,7 @@ from p3data.templates.limits import (
     largest_number,
     printf_widths,
 )
-from p3data.templates.render import RESERVED_FIELD, SEPARATOR
+from p3data.templates.render import RESERVED_FIELD, SEPARATOR, CompiledTemplate
 from p3data.templates.sandbox import ENVIRONMENT
 from p3data.templates.yaml_io import read_template_file
 

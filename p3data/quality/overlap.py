@@ -22,11 +22,12 @@ from typing import Any
 from p3data import t0
 from p3data.datasets.errors import SourceError
 from p3data.datasets.samples import _strings as row_strings
-from p3data.fewshot import VariantSpec, is_usable, pool_source
+from p3data.fewshot import VariantSpec
+from p3data.fewshot.pool import is_usable, pool_source
 from p3data.quality.common import read_batches
 from p3data.tables import text_table
 from p3data.taskset import TaskDef, TaskSet
-from p3data.templates import DatasetRenderer, Rendered
+from p3data.templates.render import DatasetRenderer, Rendered
 
 TRAIN_SPLIT = "train"
 EVAL_SPLIT = "validation"

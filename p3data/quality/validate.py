@@ -22,13 +22,21 @@ from typing import Any
 from p3data.datasets.errors import SourceError
 from p3data.datasets.schema import RowChecker
 from p3data.datasets.stores import MirrorStore
-from p3data.fewshot import FewshotPrompter, FewshotStats, VariantSpec, variant_name
-from p3data.fewshot.stats import STATS_COLUMNS, STATS_LEGEND
+from p3data.fewshot import VariantSpec
+from p3data.fewshot.prompter import FewshotPrompter
+from p3data.fewshot.stats import STATS_COLUMNS, STATS_LEGEND, FewshotStats
+from p3data.fewshot.variants import variant_name
 from p3data.quality.common import TokenCounter, read_batches, variant_prompter
 from p3data.tables import text_table
 from p3data.taskset import TaskDef
-from p3data.templates import NO_LABEL, DatasetRenderer, Dropped, Outcome, Rendered
-from p3data.templates.render import NO_SEPARATOR
+from p3data.templates.render import (
+    NO_LABEL,
+    NO_SEPARATOR,
+    DatasetRenderer,
+    Dropped,
+    Outcome,
+    Rendered,
+)
 
 TRAIN_SPLIT = "train"
 EVAL_SPLIT = "validation"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import sys
-import time
 from dataclasses import dataclass, field, replace
 from typing import TextIO
 
@@ -25,7 +24,7 @@ from p3data.format.index import (
 )
 from p3data.format.manifest import write_manifest
 from p3data.lock import output_lock, refuse_live_writer
-from p3data.progress import duration
+from p3data.progress import ProgressLine
 from p3data.read.reader import open_cache
 
 
@@ -55,7 +54,8 @@ def index_cache(root: str, *, force: bool = False, progress_every: float = 10.0,
         fs.sweep_temporaries(root)
         cache = open_cache(root)
         result = IndexResult(tasks=len(cache.tasks))
-        start = last = time.monotonic()
+        progress = ProgressLine("p3data index", unit="shards", every=progress_every,
+                                stream=out)
         for task in cache.tasks:
             manifest = cache.manifest(task)
             indexes: dict[str, dict[str, str]] = {}  # split -> index name -> sha256
@@ -65,11 +65,7 @@ def index_cache(root: str, *, force: bool = False, progress_every: float = 10.0,
                 for shard in cache.split(task, split).shards:
                     name, data = _index(shard, result, listed)
                     indexes[split][name] = hashlib.sha256(data).hexdigest()
-                    if time.monotonic() - last >= progress_every:
-                        last = time.monotonic()
-                        print(f"[p3data index] {result.shards:,} shards · {result.written:,} "
-                              f"indexed · task {task} · elapsed {duration(last - start)}",
-                              file=out, flush=True)
+                    progress.update(status=f"{result.written:,} indexed · task {task}")
             if _list_in_manifest(cache.folder(task), manifest, indexes):
                 result.manifests.append(task)
         return result

@@ -6,8 +6,4 @@ order: `collect` reads the cache (local, gs://, any fsspec path), `content` make
 both pages show, `plots` draws inline SVG, `html` and `markdown` write the pages.
 """
 
-from p3data.report.collect import CacheReport, collect
-from p3data.report.html import render_html
-from p3data.report.markdown import render_markdown
-
-__all__ = ["CacheReport", "collect", "render_html", "render_markdown"]
+__all__: list[str] = []  # `p3data report`'s modules, one job each: import the one you need

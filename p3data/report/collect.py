@@ -17,7 +17,7 @@ import numpy as np
 
 from p3data import fs
 from p3data.errors import P3DataError
-from p3data.fewshot import FewshotStats
+from p3data.fewshot.stats import FewshotStats
 from p3data.format import layout
 from p3data.format.cache_folder import is_complete, not_a_cache, scan
 from p3data.format.example_decoding import ExampleDecodeError, feature_spans, value_count

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import html
 
+import p3data.report.plots as plots
 from p3data import __version__
 from p3data.fewshot.stats import STATS_LEGEND
-from p3data.report import plots
 from p3data.report.collect import CacheReport
 from p3data.report.content import (
     COUNT_HEADER,

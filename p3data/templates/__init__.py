@@ -1,37 +1,9 @@
 """promptsource templates: loading (with overrides and provenance) and sandboxed, bounded
 rendering."""
 
-from p3data.templates.choice import choice_seed
-from p3data.templates.collection import (
-    DatasetTemplates,
-    TemplateCollection,
-    TemplateSource,
-    default_sources,
-)
-from p3data.templates.model import Template, TemplateMetadata
-from p3data.templates.render import (
-    NO_LABEL,
-    CompiledTemplate,
-    DatasetRenderer,
-    Dropped,
-    Outcome,
-    Rendered,
-    prepare_row,
-)
+# What users may use: a task spec's template, and a set of templates. The rest is imported
+# from its module (`render`, `collection`, `choice`, ...).
+from p3data.templates.collection import TemplateCollection
+from p3data.templates.model import Template
 
-__all__ = [
-    "NO_LABEL",
-    "CompiledTemplate",
-    "DatasetRenderer",
-    "DatasetTemplates",
-    "Dropped",
-    "Outcome",
-    "Rendered",
-    "Template",
-    "TemplateCollection",
-    "TemplateMetadata",
-    "TemplateSource",
-    "choice_seed",
-    "default_sources",
-    "prepare_row",
-]
+__all__ = ["Template", "TemplateCollection"]

@@ -6,37 +6,9 @@ words), `memo` (sentences and words segmented once), `tokenizer` (`Tokenizer`, t
 point; `join`: a text's ids from its parts', where exact).
 """
 
-from p3data.tokenize.checks import (
-    ascii_refusal,
-    join_refusal,
-    raw_cut_refusal,
-    word_split_refusal,
-)
-from p3data.tokenize.entries import Entry
-from p3data.tokenize.memo import MemoStats, WordMemo
-from p3data.tokenize.tokenizer import (
-    ENV_MEMO,
-    EOS_ID,
-    MEMO_MAX_CHARS,
-    Packed,
-    Tokenizer,
-    memo_setting,
-    with_extra_ids,
-)
+# What users may use: the tokenizer, and the checks docs/fewshot.md names. The rest is
+# imported from its module.
+from p3data.tokenize.checks import join_refusal, word_split_refusal
+from p3data.tokenize.tokenizer import Tokenizer
 
-__all__ = [
-    "ENV_MEMO",
-    "EOS_ID",
-    "Entry",
-    "MEMO_MAX_CHARS",
-    "MemoStats",
-    "Packed",
-    "Tokenizer",
-    "WordMemo",
-    "ascii_refusal",
-    "join_refusal",
-    "memo_setting",
-    "raw_cut_refusal",
-    "with_extra_ids",
-    "word_split_refusal",
-]
+__all__ = ["Tokenizer", "join_refusal", "word_split_refusal"]

@@ -14,18 +14,13 @@ from typing import Any
 
 from p3data import t0
 from p3data.datasets.catalog import Catalog
-from p3data.fewshot import (
-    ExemplarPool,
-    FewshotExample,
-    FewshotPrompter,
-    FewshotSettings,
-    PoolSource,
-    build_pool,
-    pool_source,
-)
-from p3data.fewshot.pool import id_count
+from p3data.fewshot import FewshotSettings
+from p3data.fewshot.example import FewshotExample
+from p3data.fewshot.pool import ExemplarPool, PoolSource, build_pool, id_count, pool_source
+from p3data.fewshot.prompter import FewshotPrompter
 from p3data.taskset import TaskSet
-from p3data.templates import DatasetRenderer, Rendered, TemplateCollection
+from p3data.templates import TemplateCollection
+from p3data.templates.render import DatasetRenderer, Rendered
 from p3data.tokenize import Tokenizer
 from p3data.vocab import EXTRA_IDS, SAMPLE_VOCAB
 

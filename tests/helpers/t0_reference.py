@@ -18,7 +18,7 @@ from typing import Any
 from promptsource import templates as ps_templates
 from promptsource.utils import removeHyphen
 
-from p3data.templates import choice_seed
+from p3data.templates.choice import choice_seed
 
 _env = ps_templates.env
 _compile = _env.from_string

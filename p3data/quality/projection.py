@@ -1,4 +1,5 @@
-"""`plan`: what a training mixture will feed the model, as a dry run with no caching.
+"""`p3data plan`'s projection: what a training mixture will feed the model, as a dry run
+with no caching.
 
 T0 samples each task in proportion to its cap (its train split size, or an even share of
 500,000 for big datasets), and the data repeats; how those caps turn into examples and tokens
@@ -25,8 +26,9 @@ from p3data.fewshot import VariantSpec
 from p3data.quality.common import TokenCounter, read_batches, variant_prompter
 from p3data.tables import text_table
 from p3data.taskset import TaskDef, TaskSet
-from p3data.templates import DatasetRenderer, Rendered, TemplateCollection, TemplateSource
-from p3data.templates.collection import promptsource_dir
+from p3data.templates import TemplateCollection
+from p3data.templates.collection import TemplateSource, promptsource_dir
+from p3data.templates.render import DatasetRenderer, Rendered
 
 SPLIT = "train"
 

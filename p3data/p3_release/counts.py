@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 
-from p3data.p3.cached import cached_tasks
+from p3data.p3_release.cached import cached_tasks
 from p3data.t0 import SCORE_EVAL_SUFFIX
 from p3data.tables import text_table
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +38,7 @@ from p3data.format.features import (
     WEIGHT,
 )
 from p3data.format.shard_format import SHARD_NAME
-from p3data.p3.cached import (
+from p3data.p3_release.cached import (
     CachedTask,
     cached_tasks,
     entries_of,
@@ -49,7 +48,7 @@ from p3data.p3.cached import (
     row_record,
     values_of,
 )
-from p3data.progress import duration
+from p3data.progress import ProgressLine
 from p3data.tables import text_table
 
 PARQUET_SHARD = re.compile(r"(?P<split>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.parquet")
@@ -270,32 +269,6 @@ def _verdict(split: SplitComparison) -> str:
     return "texts differ only in surrounding whitespace (ids equal); first difference:"
 
 
-class _Progress:
-    """A line on `stream` every `every` seconds: task splits and examples done."""
-
-    def __init__(self, splits: int, every: float, stream: TextIO):
-        self.splits, self.every, self.stream = splits, every, stream
-        self.start = self.last = time.monotonic()
-        self.done = self.examples = 0
-
-    def example(self) -> None:
-        self.examples += 1
-        self.report()
-
-    def split_done(self) -> None:
-        self.done += 1
-        self.report()
-
-    def report(self) -> None:
-        now = time.monotonic()
-        if now - self.last >= self.every:
-            self.last = now
-            rate = self.examples / (now - self.start)
-            print(f"[p3data compare] task splits {self.done:,}/{self.splits:,} · examples "
-                  f"{self.examples:,} · {rate:,.0f}/s · elapsed {duration(now - self.start)}",
-                  file=self.stream, flush=True)
-
-
 def compare_with_p3(cache_dir: str, p3_dir: str, *, progress_every: float = 10.0,
                     stream: TextIO = sys.stderr) -> Comparison:
     """Every task split the cache at `cache_dir` and the copy of P3 at `p3_dir` both hold."""
@@ -311,11 +284,13 @@ def compare_with_p3(cache_dir: str, p3_dir: str, *, progress_every: float = 10.0
              for split in sorted(cache.tasks[task].manifest.splits.keys() | p3[task].keys())]
     comparison = Comparison(cache_dir, p3_dir, only_ours=sorted(cache.tasks.keys() - p3.keys()),
                             only_p3=sorted(p3.keys() - cache.tasks.keys()))
-    progress = _Progress(len(pairs), progress_every, stream)
-    for task, split in pairs:
+    progress = ProgressLine("p3data compare", unit="examples", every=progress_every,
+                            stream=stream, status=f"task splits 0/{len(pairs):,}")
+    for done, (task, split) in enumerate(pairs, 1):
         ours = _cached_examples(cache.tasks[task], split)
         theirs = p3[task][split].examples() if split in p3[task] else iter(())
         comparison.splits.append(compare_split(task, split, ours, theirs, progress=progress))
+        progress.update(0, status=f"task splits {done:,}/{len(pairs):,}")
     return comparison
 
 
@@ -324,7 +299,7 @@ def _cached_examples(task: CachedTask, split: str) -> Iterator[bytes]:
 
 
 def compare_split(task: str, split: str, ours: Iterable[bytes], p3: Iterable[bytes], *,
-                  progress: _Progress) -> SplitComparison:
+                  progress: ProgressLine) -> SplitComparison:
     """Two streams of one task split's examples, compared in order."""
     result = SplitComparison(task, split)
     for index, (a, b) in enumerate(zip_longest(ours, p3)):
@@ -332,6 +307,5 @@ def compare_split(task: str, split: str, ours: Iterable[bytes], p3: Iterable[byt
         result.p3 += b is not None
         if a is not None and b is not None:
             result.add(index, a, b)
-        progress.example()
-    progress.split_done()
+        progress.update()
     return result
