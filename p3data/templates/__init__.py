@@ -1,5 +1,5 @@
-"""promptsource templates: loading (with overrides and provenance) and sandboxed, bounded
-rendering."""
+"""promptsource templates: loading (with overrides and provenance), sandboxed, bounded
+rendering, and installing the sets no package carries (`p3data.templates.install`)."""
 
 from p3data.templates.choice import choice_seed
 from p3data.templates.collection import (
