@@ -3,10 +3,10 @@
 xP3's templates live only on branches of a promptsource fork that was never merged
 (Muennighoff/promptsource) and is on no package index; its own non-editable install keeps 423 of
 `tr13`'s 2,597 template files and says nothing. So `p3data templates install NAME` takes the
-fork's tarball of the pinned commit (from GitHub, or a local archive), extracts only what the
-loader reads (every `promptsource/templates/**/templates.yaml`, and the LICENSE) into a folder
-beside the target, checks what it holds (the files' count and a digest of their paths and
-contents, never the archive's bytes: GitHub compresses differently), and renames it into place.
+fork's tarball of the pinned commit (from GitHub, or a local archive), reads only what the
+loader needs (every `promptsource/templates/**/templates.yaml`, and the LICENSE), checks it (the
+files' count and a digest of their paths and contents, never the archive's bytes: GitHub
+compresses differently), extracts it into a folder beside the target and renames it into place.
 
 A set lives in `<home>/templates/<name>-<commit>/` (`LICENSE`, `templates/<dataset>/[<subset>/]
 templates.yaml`, the layout of T0's bundled copy), `<home>` being `$P3DATA_HOME`, else
@@ -50,7 +50,7 @@ class TemplateSet:
     branch: str
     commit: str
     files: int  # `templates.yaml` files
-    templates: int  # the templates in them, as p3data's loader counts them
+    templates: int  # the templates in them (entries under `templates:`)
     digest: str  # `contents_digest` of a full copy
 
     @property
