@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import http.client
 import os
 import shutil
 import tarfile
 import tempfile
-import urllib.error
-import urllib.request
 import zlib
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
@@ -202,6 +199,10 @@ def _move_into_place(staged: Path, folder: Path, scratch: Path) -> None:
 
 
 def _download(spec: TemplateSet, target: Path) -> Path:
+    import http.client  # only a download needs them (and `p3data`'s start does not)
+    import urllib.error
+    import urllib.request
+
     url = spec.archive_url()
     try:
         with urllib.request.urlopen(url, timeout=60) as response, target.open("wb") as out:
