@@ -27,6 +27,7 @@ from p3data.commands import (
     render,
     report,
     tasks,
+    templates,
     validate,
     verify,
     vocab,
@@ -36,7 +37,7 @@ from p3data.commands.options import option_hint
 from p3data.errors import BUG, P3DataError, storage_refusal
 
 COMMANDS = (render, tasks, fetch, cache, verify, compare, peek, vocab, lint, validate, plan,
-            overlap, report, export, index)
+            overlap, report, export, index, templates)
 
 
 class _Parser(argparse.ArgumentParser):

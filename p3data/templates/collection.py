@@ -45,7 +45,8 @@ PROMPTSOURCE_VERSION = "0.1.0"
 
 
 class TemplateSetMissing(P3DataError):
-    """promptsource 0.1.0's templates, T0's template set, cannot be found, or are damaged."""
+    """A template set cannot be found, or is damaged: promptsource 0.1.0's (T0's), or one
+    installed by `p3data templates install` (`templates/install.py`)."""
 
 
 def promptsource_dir() -> Path:

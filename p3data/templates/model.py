@@ -15,6 +15,7 @@ class TemplateMetadata:
     original_task: bool | None = None
     choices_in_prompt: bool | None = None
     metrics: tuple[str, ...] | None = None
+    languages: tuple[str, ...] | None = None  # newer promptsource's (the xP3 fork's) only
 
 
 @dataclass(frozen=True)

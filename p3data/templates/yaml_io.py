@@ -46,7 +46,8 @@ _Loader.add_constructor("!Template", _constructor(_TemplateNode))
 _Loader.add_constructor("!TemplateMetadata", _constructor(_MetadataNode))
 
 _TEMPLATE_KEYS = {"id", "name", "jinja", "reference", "metadata", "answer_choices"}
-_METADATA_KEYS = {"original_task", "choices_in_prompt", "metrics"}
+# `languages` is newer promptsource's (the xP3 fork's) list of the prompt's languages
+_METADATA_KEYS = {"original_task", "choices_in_prompt", "metrics", "languages"}
 
 
 def read_template_file(path: Path, origin: str = "") -> tuple[str, str | None, list[Template]]:
@@ -113,13 +114,19 @@ def _to_metadata(path: Path, where: str, node: Any) -> TemplateMetadata:
     unknown = set(node) - _METADATA_KEYS
     if unknown:
         raise TemplateFileError(path, f"{where}: unknown metadata keys {sorted(unknown)}")
-    metrics = node.get("metrics")
-    if metrics is not None and not (
-        isinstance(metrics, list) and all(isinstance(m, str) for m in metrics)
-    ):
-        raise TemplateFileError(path, f"{where}: 'metrics' must be a list of names")
+    metrics, languages = (_names(path, where, node, key) for key in ("metrics", "languages"))
     return TemplateMetadata(
         original_task=node.get("original_task"),
         choices_in_prompt=node.get("choices_in_prompt"),
-        metrics=tuple(metrics) if metrics is not None else None,
+        metrics=metrics,
+        languages=languages,
     )
+
+
+def _names(path: Path, where: str, node: _MetadataNode, key: str) -> tuple[str, ...] | None:
+    names = node.get(key)
+    if names is None:
+        return None
+    if not (isinstance(names, list) and all(isinstance(name, str) for name in names)):
+        raise TemplateFileError(path, f"{where}: '{key}' must be a list of names")
+    return tuple(names)
