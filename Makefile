@@ -5,10 +5,13 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.p3data-installed
 # TensorFlow logs every start-up detail to stderr: the tests and benchmarks keep warnings and
 # errors only (p3data's own commands quiet it themselves; `p3data -v` brings it back).
-test bench: export TF_CPP_MIN_LOG_LEVEL := 2
+test test-fast bench: export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: install test lint demo bench vocab clean
+.PHONY: install test test-fast lint demo bench vocab clean
 DEMO_DIR ?= demo_output
+# Two pytest-xdist workers; tests that build in the checkout, or share the demo cache, keep
+# to one worker each (tests/conftest.py). `make test PARALLEL=` runs one test at a time.
+PARALLEL ?= -n 2 --dist loadgroup
 SAMPLE_VOCAB := p3data/data/vocab/sample.model
 
 install: $(STAMP)
@@ -26,7 +29,12 @@ $(STAMP): setup.cfg pyproject.toml constraints.txt
 test: install
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest
+	$(PY) -m pytest $(PARALLEL)
+
+# The inner loop: every test not marked slow (docs/testing.md), in parallel like `make test`.
+test-fast: install
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest $(PARALLEL) -m "not slow"
 
 lint: install
 	$(VENV)/bin/ruff check .

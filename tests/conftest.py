@@ -12,6 +12,34 @@ from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.stores import ENV_DATA_DIR
 from p3data.vocab import SAMPLE_VOCAB, set_vocabulary
 
+# The tiers (docs/testing.md): a test that uses one of these fixtures carries its marker, and
+# every test marked `env`, `trainer`, `crash` or `server` is `slow` (`make test-fast` skips them).
+FIXTURE_MARKERS = {
+    "demo_cache": "trainer",  # the whole t0_train mixture, built for the tests that train on it
+    "worker_venv": "env", "wheel_venv": "env", "mesh_tf_env": "env",  # from PyPI
+    "gcs_server": "server",
+}
+SLOW_MARKERS = ("env", "trainer", "crash", "server")
+# Tests that build p3data from the checkout (`pip wheel`, `setup.py sdist` write build/ and
+# *.egg-info into it) run on one xdist worker, one after another; those on the demo cache
+# share one worker's session build of it.
+CHECKOUT_FIXTURES = ("worker_venv", "wheel_venv", "mesh_tf_env")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, marker in FIXTURE_MARKERS.items():
+            if fixture in item.fixturenames:
+                item.add_marker(marker)
+        if any(item.get_closest_marker(marker) for marker in SLOW_MARKERS):
+            item.add_marker("slow")
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if any(fixture in item.fixturenames for fixture in CHECKOUT_FIXTURES):
+            item.add_marker(pytest.mark.xdist_group("checkout"))
+        elif "demo_cache" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group("demo_cache"))
+
 
 @pytest.fixture
 def template_dir(tmp_path: Path) -> Path:

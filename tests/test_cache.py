@@ -219,6 +219,7 @@ def test_more_output_shards_than_files_a_process_may_open(tmp_path):
     assert_same_examples(examples, read_examples("super_glue_copa_exercise", "validation"))
 
 
+@pytest.mark.crash
 def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path):
     mirror = tmp_path / "mirror"
     write_mirror(mirror, "super_glue", "copa", 3000)

@@ -18,7 +18,7 @@ from helpers.crash_run import crash_points, crash_run
 from p3data.format.verify import verify_task
 from p3data.vocab import SAMPLE_VOCAB
 
-pytestmark = pytest.mark.usefixtures("samples_in_seqio")
+pytestmark = [pytest.mark.usefixtures("samples_in_seqio"), pytest.mark.crash]
 
 TASKS = ["--tasks", "super_glue_rte_GPT_3_style(_score_eval)?|super_glue_copa_exercise",
          "--rows-per-shard", "8"]

@@ -112,6 +112,7 @@ def test_a_task_without_the_splits_asked_for_is_left_alone(tmp_path):
     assert tree(out / AXG) == axg
 
 
+@pytest.mark.crash
 def test_every_crash_point_of_a_narrowed_rebuild_keeps_the_other_splits(rte_mirror, tmp_path):
     """The rebuild of train dies before each of its operations on the task folder (the first
     of each kind that deletes or seals, and the first shard): validation and test are never

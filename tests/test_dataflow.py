@@ -78,6 +78,7 @@ def test_dataflow_stages_p3data_unless_the_job_brings_its_own(gcs_server, bucket
     assert stage_p3data(_pipeline("--runner=PortableRunner"), tmp_path / "other") is None
 
 
+@pytest.mark.xdist_group("checkout")  # builds in the checkout: tests/conftest.py
 def test_the_staged_wheel_holds_what_pip_wheel_builds_and_the_builders_requirements(tmp_path):
     """From this checkout's editable install: the same files, byte for byte, as the wheel pip
     builds from the source; requirements without extras, the builder's among them."""

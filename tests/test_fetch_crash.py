@@ -68,6 +68,7 @@ def _served_or_refused(store, split: str) -> list[dict] | None:
         return None
 
 
+@pytest.mark.crash
 def test_a_killed_fetch_leaves_nothing_that_passes_for_complete(hub, tmp_path):
     """A refetch that changes the files' layout (COPA's train from three files to one) dies
     before each of its file operations: a build serves every split whole or refuses it,

@@ -19,7 +19,7 @@ from p3data.format.verify import verify_task
 from p3data.read import open_cache
 from p3data.vocab import SAMPLE_VOCAB
 
-pytestmark = pytest.mark.usefixtures("gcs_server")
+pytestmark = [pytest.mark.usefixtures("gcs_server"), pytest.mark.crash]
 
 TASKS = ["--tasks", "super_glue_rte_GPT_3_style(_score_eval)?|super_glue_copa_exercise",
          "--rows-per-shard", "8"]

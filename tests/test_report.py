@@ -50,6 +50,7 @@ def test_markdown_tables_carry_the_manifests_numbers(report):
     assert "| Reason | Tasks | Rows |" in markdown
 
 
+@pytest.mark.server
 def test_page_renders_with_plots_and_tables_in_chromium(report, tmp_path):
     _, out = report
     assert shutil.which(CHROMIUM), "Chromium is missing: run `make test`, which installs it"
