@@ -1,9 +1,9 @@
-"""The README's training section, and docs/training.md that goes on from it, run as written:
-every Python snippet, and every `$ command` whose output they show (compared line by line; a
-`...` line stands for any lines), in order, in a folder where `demo_output/t0_train` is the demo
-cache and `gs://BUCKET/p3` means it too. A snippet that begins `# excerpt of examples/NAME.py`
-is not run alone: each of its lines (but those eliding code with `...`) is a line of that
-example, which a `$ python` command runs."""
+"""The README's training section, and docs/training.md that has each stack in full, run as
+written: every Python snippet, and every `$ command` whose output they show (compared line by
+line; a `...` line stands for any lines), in order, in a folder where `demo_output/t0_train` is
+the demo cache and `gs://BUCKET/p3` means it too. A snippet that begins `# excerpt of
+examples/NAME.py` is not run alone: each of its lines (but those eliding code with `...`) is a
+line of that example, which a `$ python` command runs."""
 
 from __future__ import annotations
 
@@ -78,9 +78,9 @@ def workdir(demo_cache, tmp_path_factory) -> Path:
     return folder
 
 
-def test_the_section_has_what_a_user_runs():
-    kinds = {snippet.kind for snippet in README_SNIPPETS}
-    assert kinds == {"python", "excerpt", "shell"} and len(README_SNIPPETS) >= 8
+def test_the_pages_have_what_a_user_runs():
+    kinds = {snippet.kind for snippet in SNIPPETS}
+    assert kinds == {"python", "excerpt", "shell"} and len(SNIPPETS) >= 8
     assert any("add_global_cache_dirs" in snippet.code for snippet in README_SNIPPETS)
 
 

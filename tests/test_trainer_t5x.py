@@ -1,6 +1,6 @@
 """T5X, as far as CI can go without it (T5X is not on PyPI): its vocabulary check passes with
-the README's `--gin.` settings, before and after the vocabulary is first used, and seqio reads
-the cache as T5X asks it to (`use_cached=True`, packed by `EncDecFeatureConverter`)."""
+docs/training.md's `--gin.` settings, before and after the vocabulary is first used, and seqio
+reads the cache as T5X asks it to (`use_cached=True`, packed by `EncDecFeatureConverter`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ import pytest
 from p3data.vocab import SAMPLE_VOCAB, T5_VOCAB
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
 TRAINING = ROOT / "docs" / "training.md"
 # What T5X's T5 gin files (t5_1_1/base.gin and its siblings) say of the vocabulary.
 T5X_MODEL_GIN = """
@@ -33,17 +32,19 @@ test_trainer_t5x.encoder_decoder_model:
 """
 
 
-def t5x_command(doc: Path) -> list[str]:
-    """The `t5x.train` command shown in `doc` (and what its block exports), split by the shell
-    as T5X receives it."""
-    command = next(block for block in re.findall(r"```\w*\n(.*?)```", doc.read_text(), re.S)
-                   if "python -m t5x.train" in block)
+def t5x_command(*, demo: bool = False) -> list[str]:
+    """docs/training.md's `t5x.train` command for T5's vocabulary, or for the demo cache's (the
+    block that exports `P3DATA_VOCAB`), with what its block exports, split by the shell as T5X
+    receives it."""
+    command = next(block for block in re.findall(r"```\w*\n(.*?)```", TRAINING.read_text(), re.S)
+                   if "python -m t5x.train" in block
+                   and ("export P3DATA_VOCAB=" in block) == demo)
     return shlex.split(command.replace("\\\n", " "))
 
 
-def vocabulary_bindings(doc: Path = README) -> list[str]:
-    """The vocabulary's `--gin.` flags of the `t5x.train` command shown in `doc`."""
-    return [flag.removeprefix("--gin.") for flag in t5x_command(doc)
+def vocabulary_bindings(*, demo: bool = False) -> list[str]:
+    """The vocabulary's `--gin.` flags of that command."""
+    return [flag.removeprefix("--gin.") for flag in t5x_command(demo=demo)
             if re.match(r"--gin\.seqio\.SentencePieceVocabulary\.", flag)]
 
 
@@ -97,9 +98,9 @@ print("ok")
     assert run_python(probe, str(SAMPLE_VOCAB), env=env).strip().endswith("ok")
 
 
-def check_the_readme_flags() -> None:
-    """T5X's gin files alone give a vocabulary unequal to the tasks'; the README's flags make
-    them equal, as T5X checks before training."""
+def check_the_t5_flags() -> None:
+    """T5X's gin files alone give a vocabulary unequal to the tasks'; the documented flags for
+    T5's vocabulary make them equal, as T5X checks before training."""
     bindings = vocabulary_bindings()
     assert len(bindings) == 2
     gin.parse_config(T5X_MODEL_GIN)
@@ -111,11 +112,11 @@ def check_the_readme_flags() -> None:
     assert model()[0].sentencepiece_model_file == T5_VOCAB
 
 
-def test_t5x_passes_its_vocabulary_check_with_the_readme_flags():
+def test_t5x_passes_its_vocabulary_check_with_the_documented_flags():
     """In a fresh process with the tasks' default vocabulary (T5's), as T5X starts: the
     registry's vocabulary is chosen once, at first use, so this test's own process may have
     fixed it to the sample vocabulary already."""
-    probe = "import p3data.tasks, test_trainer_t5x as t; t.check_the_readme_flags(); print('ok')"
+    probe = "import p3data.tasks, test_trainer_t5x as t; t.check_the_t5_flags(); print('ok')"
     tests = os.pathsep.join([str(Path(__file__).parent), *sys.path])
     out = run_python(probe, env={"PYTHONPATH": tests}, unset=("P3DATA_VOCAB",))
     assert out.strip().endswith("ok")
@@ -134,10 +135,10 @@ def test_the_demo_caches_t5x_flags_pass_its_vocabulary_check_spelt_as_p3data_voc
     """docs/training.md's command for the demo cache: `P3DATA_VOCAB` is the sample model and
     the gin flag that very string, which T5X's check passes, from the source tree as the page
     says; the same file spelt otherwise fails it."""
-    command = t5x_command(TRAINING)
+    command = t5x_command(demo=True)
     vocab = command[command.index("export") + 1].removeprefix("P3DATA_VOCAB=")
     assert (ROOT / vocab).resolve() == SAMPLE_VOCAB.resolve()
-    bindings = vocabulary_bindings(TRAINING)
+    bindings = vocabulary_bindings(demo=True)
     assert f"seqio.SentencePieceVocabulary.sentencepiece_model_file='{vocab}'" in bindings
     respelt = [binding.replace(f"'{vocab}'", f"'./{vocab}'") for binding in bindings]
     probe = f"""
