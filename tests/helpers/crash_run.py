@@ -38,6 +38,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from fsspec.implementations.local import LocalFileSystem
@@ -99,7 +100,10 @@ def crash_points(trace: Path, *, last: bool = True) -> list[int]:
     return sorted(set(firsts.values()) | set(lasts.values()))
 
 
-def _intercept(method: str, trace, crash_at: int, counter: list[int], *, full: bool) -> None:
+def wrap_local_operation(method: str, around: Callable[[str, tuple, Callable[[], object]], object]
+                         ) -> None:
+    """Send each of LocalFileSystem's `method` calls that is a file operation (an open for
+    reading is none) through `around(name, args, call)`, where `call()` performs it."""
     original = getattr(LocalFileSystem, method)
     name = OPERATIONS[method]
 
@@ -107,6 +111,13 @@ def _intercept(method: str, trace, crash_at: int, counter: list[int], *, full: b
         mode = kwargs.get("mode", args[1] if len(args) > 1 else "rb")
         if name == "create" and not set(mode) & set("wxa"):
             return original(self, *args, **kwargs)  # reading is not an operation
+        return around(name, args, lambda: original(self, *args, **kwargs))
+
+    setattr(LocalFileSystem, method, operation)
+
+
+def _intercept(method: str, trace, crash_at: int, counter: list[int], *, full: bool) -> None:
+    def around(name: str, args: tuple, call: Callable[[], object]) -> object:
         if counter[0] == crash_at and not full:
             trace.flush()
             os._exit(137)  # no cleanup, no finally: what kill -9 leaves
@@ -117,11 +128,11 @@ def _intercept(method: str, trace, crash_at: int, counter: list[int], *, full: b
         trace.write(json.dumps([name, path if isinstance(path, str) else list(path)]) + "\n")
         _IN_OPERATION.append(name)  # the file it opens is this operation's, not a plain write
         try:
-            return original(self, *args, **kwargs)
+            return call()
         finally:
             _IN_OPERATION.pop()
 
-    setattr(LocalFileSystem, method, operation)
+    wrap_local_operation(method, around)
 
 
 def _intercept_store(method: str, trace, crash_at: int, counter: list[int]) -> None:

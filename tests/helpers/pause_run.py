@@ -17,8 +17,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from crash_run import OPERATIONS
-from fsspec.implementations.local import LocalFileSystem
+from crash_run import OPERATIONS, wrap_local_operation
 
 from p3data.cli import main as cli
 from p3data.format import layout
@@ -37,28 +36,18 @@ def pause_at(ready: Path, when: str) -> None:
         (lambda withdrawing: state["deleted"] and not withdrawing) if when == "withdrawn"
         else (lambda withdrawing: state["count"] == int(when)))
 
-    def intercept(method: str) -> None:
-        original = getattr(LocalFileSystem, method)
-        name = OPERATIONS[method]
-
-        def operation(self, *args, **kwargs):
-            mode = kwargs.get("mode", args[1] if len(args) > 1 else "rb")
-            if name == "create" and not set(mode) & set("wxa"):
-                return original(self, *args, **kwargs)  # reading is not an operation
-            withdrawing = name == "delete" and _in_task_folder(args[0])
-            if not state["paused"] and due(withdrawing):
-                state["paused"] = True
-                ready.write_text("paused")
-                sys.stdin.read()
-            state["deleted"] |= withdrawing
-            state["count"] += 1
-            return original(self, *args, **kwargs)
-
-        setattr(LocalFileSystem, method, operation)
+    def around(name: str, args: tuple, call: Callable[[], object]) -> object:
+        withdrawing = name == "delete" and _in_task_folder(args[0])
+        if not state["paused"] and due(withdrawing):
+            state["paused"] = True
+            ready.write_text("paused")
+            sys.stdin.read()
+        state["deleted"] |= withdrawing
+        state["count"] += 1
+        return call()
 
     for method in OPERATIONS:
-        intercept(method)
-
+        wrap_local_operation(method, around)
 
 if __name__ == "__main__":
     ready, when = Path(sys.argv[1]), sys.argv[2]
