@@ -1,6 +1,6 @@
-"""xP3's template sets as tests get them: the fork's archives in `../shared/xp3/` (beside the
-repository; `P3DATA_XP3_ARCHIVES` names another folder), rewritten into tampered copies, and
-served over HTTP on 127.0.0.1 the way GitHub serves a commit's tarball."""
+"""xP3's template sets as tests get them: the fork's archives in `shared/xp3/` beside the
+repository or a folder above it (`P3DATA_XP3_ARCHIVES` names another folder), rewritten into
+tampered copies, and served over HTTP on 127.0.0.1 the way GitHub serves a commit's tarball."""
 
 from __future__ import annotations
 
@@ -23,14 +23,18 @@ ENV_ARCHIVES = "P3DATA_XP3_ARCHIVES"
 
 
 def shared_archive(spec: TemplateSet) -> Path:
-    """The fork's tarball of `spec`'s commit, from the folder the tests are given."""
-    folder = Path(os.environ.get(ENV_ARCHIVES)
-                  or Path(__file__).resolve().parents[3] / "shared" / "xp3")
-    path = folder / f"promptsource-{spec.commit}.tar.gz"
-    if not path.is_file():
-        pytest.fail(f"{path} is missing: these tests install xP3's templates from the fork's "
-                    f"archives; set {ENV_ARCHIVES} to the folder holding them")
-    return path
+    """The fork's tarball of `spec`'s commit, from the folder the tests are given, else the
+    first `shared/xp3/` found going up from the repository (wherever CI clones it)."""
+    if given := os.environ.get(ENV_ARCHIVES):
+        folders = [Path(given)]
+    else:
+        folders = [up / "shared" / "xp3" for up in Path(__file__).resolve().parents[3:]]
+    name = f"promptsource-{spec.commit}.tar.gz"
+    if found := next((folder / name for folder in folders if (folder / name).is_file()), None):
+        return found
+    pytest.fail(f"{name} is in none of {', '.join(map(str, folders))}: these tests install "
+                f"xP3's templates from the fork's archives; set {ENV_ARCHIVES} to the folder "
+                "holding them")
 
 
 Member = tuple[tarfile.TarInfo, bytes | None]
