@@ -26,6 +26,8 @@ SLOW_MARKERS = ("env", "trainer", "crash", "server")
 CHECKOUT_FIXTURES = ("worker_venv", "wheel_venv", "mesh_tf_env")
 
 
+# First of all hooks: pytest's `-m` selection and xdist's `--dist loadgroup` read these markers.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         for fixture, marker in FIXTURE_MARKERS.items():
