@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.cache import P3DATA, assert_same_examples, read_examples, run_cache, tree
+from helpers.cache import assert_same_examples, read_examples, run_cache, tree
+from helpers.command_server import run_p3data
 
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.stores import ENV_DATA_DIR
@@ -133,8 +134,7 @@ def test_same_bytes_whatever_the_sharding_and_the_workers(built, tmp_path):
 
 def test_the_report_shows_the_variants_figures(built, tmp_path):
     out = tmp_path / "report.html"
-    result = subprocess.run([P3DATA, "report", str(built), "--out", str(out)],
-                            capture_output=True, text=True, timeout=600)
+    result = run_p3data(["report", str(built), "--out", str(out)], timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     markdown = out.with_suffix(".md").read_text()
     section = markdown.split("## Few-shot variants", 1)[1].split("\n## ", 1)[0]

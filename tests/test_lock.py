@@ -202,6 +202,7 @@ def test_export_and_index_of_a_folder_a_live_cache_run_rebuilds_name_that_run(tm
     task it rebuilds (another shard count): `export` and `index` say whose run is writing the
     folder in one line, write nothing, and work once that run has ended."""
     from helpers.cache import P3DATA, cache_command, run_cache
+    from helpers.command_server import run_p3data
 
     task = "super_glue_copa_exercise"
     out = tmp_path / "cache"
@@ -224,8 +225,7 @@ def test_export_and_index_of_a_folder_a_live_cache_run_rebuilds_name_that_run(tm
     finally:
         code, errors = finish(run)
     assert code == 0, errors[-3000:]
-    exported = subprocess.run([P3DATA, "export", str(out), "--out", str(tmp_path / "export")],
-                              capture_output=True, text=True, timeout=600)
+    exported = run_p3data(["export", str(out), "--out", str(tmp_path / "export")], timeout=600)
     assert exported.returncode == 0, exported.stderr[-3000:]
 
 

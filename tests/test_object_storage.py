@@ -10,7 +10,8 @@ import subprocess
 
 import pyarrow.parquet as pq
 import pytest
-from helpers.cache import P3DATA, t0_only, tree
+from helpers.cache import t0_only, tree
+from helpers.command_server import run_p3data
 from helpers.hub import fetch, offline_hub
 
 from p3data import fs
@@ -39,8 +40,7 @@ def plain(example: dict) -> dict:
 def p3data(*args: str) -> subprocess.CompletedProcess:
     """A p3data command in its own process, as a user runs it (the server's environment
     included): its exit code and every line it printed."""
-    return subprocess.run([P3DATA, *args], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    return run_p3data(list(args), timeout=900, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
 def test_a_gs_build_is_the_local_build_within_its_request_budget_and_prints_no_more(

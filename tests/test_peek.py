@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.cache import P3DATA, run_cache
+from helpers.cache import run_cache
+from helpers.command_server import run_p3data
 
 from p3data.cli import main
 from p3data.commands import console
@@ -34,8 +35,7 @@ def copy_of(cache: Path, tmp_path: Path) -> Path:
 def peek(*args: str) -> subprocess.CompletedProcess:
     """`p3data peek` as a user runs it, with TensorFlow's log level left to p3data."""
     env = {k: v for k, v in os.environ.items() if k != console.TF_LOG_LEVEL}
-    return subprocess.run([P3DATA, "peek", *args], capture_output=True, text=True, env=env,
-                          timeout=600)
+    return run_p3data(["peek", *args], env=env, timeout=600)
 
 
 def assert_quiet(stderr: str) -> None:

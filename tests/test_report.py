@@ -11,7 +11,8 @@ from pathlib import Path
 
 import fsspec
 import pytest
-from helpers.cache import P3DATA, run_cache, t0_only
+from helpers.cache import run_cache, t0_only
+from helpers.command_server import run_p3data
 
 from p3data import fs
 from p3data.cli import main
@@ -31,8 +32,7 @@ def report(tmp_path_factory) -> tuple[Path, Path]:
     cache = root / "cache"
     run_cache(cache, "--tasks", t0_only("super_glue_copa_exercise.*|glue_mrpc.*"))
     out = root / "report.html"
-    result = subprocess.run([P3DATA, "report", str(cache), "--out", str(out)],
-                            capture_output=True, text=True, timeout=600)
+    result = run_p3data(["report", str(cache), "--out", str(out)], timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return cache, out
 

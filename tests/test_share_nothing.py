@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers.cache import P3DATA, copy_samples, tree
+from helpers.cache import copy_samples, tree
+from helpers.command_server import run_p3data
 from helpers.templates import template_entry, write_templates
 
 from p3data import fs
@@ -120,9 +121,8 @@ def driver_only(tmp_path, bucket) -> dict[str, str]:
 
 
 def _cache(output: str, env: dict[str, str], *beam_args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([P3DATA, "cache", "--output-dir", output, "--tasks", TASKS,
-                           "--rows-per-shard", "4", *beam_args], capture_output=True, text=True,
-                          timeout=1800, env={**os.environ, **env})
+    return run_p3data(["cache", "--output-dir", output, "--tasks", TASKS, "--rows-per-shard", "4",
+                       *beam_args], timeout=1800, env={**os.environ, **env})
 
 
 def _download(url: str, target: Path) -> Path:

@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+from helpers.command_server import P3DATA, run_p3data
 from p3data.datasets.catalog import Catalog
 from p3data.datasets.samples import SAMPLES_DIR, generate_rows, sample_splits
 from p3data.vocab import SAMPLE_VOCAB
-
-P3DATA = str(Path(sys.executable).with_name("p3data"))
 
 
 def t0_only(pattern: str) -> str:
@@ -29,9 +27,8 @@ def cache_command(output: Path, *args: str, data_dir: Path | None = None) -> lis
 
 def run_cache(output: Path, *args: str, data_dir: Path | None = None, check: bool = True,
               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    result = subprocess.run(cache_command(output, *args, data_dir=data_dir),
-                            capture_output=True, text=True, timeout=1200,
-                            env={**os.environ, **(env or {})})
+    result = run_p3data(cache_command(output, *args, data_dir=data_dir)[1:],
+                        env={**os.environ, **(env or {})})
     if check:
         assert result.returncode == 0, result.stderr[-4000:] + result.stdout[-2000:]
     return result
