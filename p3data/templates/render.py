@@ -158,7 +158,7 @@ class XP3Rule:
     def _connected(inputs: str, targets: list[str]) -> tuple[str, list[str]]:
         """The fork's unstripped connection: one space less when the inputs end in one and
         every target starts with one, then inputs lstripped, targets rstripped. The fork reads
-        the first character of the inputs, and of the targets up to the first that does not
+        the last character of the inputs, and the first of each target up to one that does not
         start with a space: an empty one there is its IndexError, raised here too."""
         if not inputs:
             raise IndexError("the inputs are empty: the fork's apply without strip_connection "
