@@ -48,3 +48,13 @@ def choice(context: Context, items: Sequence[Any]) -> Any:
     if rng is None:
         raise RuntimeError("the 'choice' filter needs a row RNG; render through p3data")
     return rng.choice(items)
+
+
+@pass_context
+def random_item(context: Context, items: Sequence[Any]) -> Any:
+    """Jinja's own `random` filter, drawing from the row's RNG: an empty sequence gives an
+    undefined value (it renders as ""), where `choice` fails."""
+    try:
+        return choice(context, items)
+    except IndexError:
+        return context.environment.undefined("No random item, sequence was empty.")

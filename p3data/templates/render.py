@@ -1,4 +1,4 @@
-"""Render rows through templates exactly as promptsource 0.1.0 + T0 did, compiled once.
+"""Render rows through templates exactly as promptsource 0.1.0 + T0 (or xP3) did, compiled once.
 
 promptsource's `Template.apply` recompiles the template for every row. Here each template is
 compiled once, rows are prepared once per batch (T0's hyphen renaming, promptsource's `|||`
@@ -8,9 +8,10 @@ Semantics kept from promptsource 0.1.0 `Template.apply` and T0's `apply_template
 - every `}}` in the source becomes ` | string | truncate(2048) }}` (answer_choices are not cut);
 - a literal `|||` inside a top-level string field is protected while rendering;
 - `answer_choices` is injected as the rendered, `|||`-split, stripped answer-choice list;
-- the output is split on `|||` and each part stripped;
-- a row is kept only with exactly 2 parts and non-empty inputs; an empty target becomes
-  `<NO LABEL>`; the answer-choice list is kept with the row.
+- what the rendered text becomes is the row rule's (`T0_RULE` by default; `XP3Rule` for xP3's
+  fork and recipe); under T0's, the output is split on `|||` and each part stripped; a row is
+  kept only with exactly 2 parts and non-empty inputs; an empty target becomes `<NO LABEL>`;
+  the answer-choice list is kept with the row.
 
 Unlike promptsource, a render is bounded (`p3data.templates.limits`): a row that makes a template
 exceed a limit on work or size is dropped with a `RenderLimitError` naming the limit.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from jinja2 import Template as JinjaTemplate
 from jinja2 import TemplateSyntaxError, UndefinedError, meta, nodes
@@ -31,7 +32,7 @@ from p3data.templates.choice import RNG_KEY, RowRandom
 from p3data.templates.limits import Budget, LimitExceeded, output, start_render
 from p3data.templates.model import Template
 from p3data.templates.rewriter import limit_template
-from p3data.templates.sandbox import ENVIRONMENT
+from p3data.templates.sandbox import ENVIRONMENT, LENIENT_ENVIRONMENT
 
 TEXT_VAR_LENGTH = 2048
 SEPARATOR = "|||"
@@ -43,7 +44,13 @@ RESERVED_FIELD = "answer_choices"
 NO_SEPARATOR = "no_separator"  # one part: e.g. the whole template sits in a false {% if %}
 EXTRA_SEPARATOR = "extra_separator"  # more than two parts
 EMPTY_INPUTS = "empty_inputs"
-RENDER_ERROR = "render_error"
+RENDER_ERROR = "render_error"  # the template failed on this row: the row is dropped
+# xP3's rule only:
+BLANK = "blank"  # the render is blank: the fork's `['']`
+EMPTY_TARGETS = "empty_targets"
+# An exception that made xP3's recipe drop the whole (config, split, template) file, not only
+# the row (any but a ValueError): the caller chooses which to drop, and counts it.
+TEMPLATE_SPLIT_ERROR = "template_split_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,14 +95,101 @@ def _with_truncation(jinja: str) -> str:
     return jinja.replace("}}", f" | string | truncate({TEXT_VAR_LENGTH}) }}}}")
 
 
+@dataclass(frozen=True)
+class T0Rule:
+    """promptsource 0.1.0's `Template.apply` + T0's `apply_template`: 2 stripped parts,
+    non-empty inputs, an empty target becomes `<NO LABEL>`, the answer choices kept; any
+    failure drops the row."""
+
+    lenient_jinja: ClassVar[bool] = False  # a name the row lacks fails (p3data's sandbox)
+
+    def outcome(self, text: str, index: int, choices: list[str] | None) -> Outcome:
+        parts = text.split(SEPARATOR)
+        if len(parts) != 2:
+            return Dropped(index, NO_SEPARATOR if len(parts) == 1 else EXTRA_SEPARATOR)
+        inputs = _unprotect(parts[0]).strip()
+        if not inputs:
+            return Dropped(index, EMPTY_INPUTS)
+        targets = _unprotect(parts[1]).strip() or NO_LABEL
+        return Rendered(index, inputs, targets, choices or None)
+
+    def failure_reason(self, error: Exception) -> str:
+        return RENDER_ERROR
+
+
+T0_RULE = T0Rule()
+
+
+@dataclass(frozen=True)
+class XP3Rule:
+    """The xP3 fork's `Template.apply` + xP3's recipe (`apply_template`'s map and filter).
+
+    `strip_connection` is the fork's: True strips every part; False (the recipe's for the
+    `code` folder) keeps the space or newline between inputs and target. Kept: exactly one
+    target, inputs and target non-empty; no `<NO LABEL>`, no answer choices. A ValueError
+    drops the row; any other exception made the recipe drop the whole (config, split,
+    template) file: `TEMPLATE_SPLIT_ERROR`. Jinja's leniency is the fork's: names the row
+    lacks, and `random` of an empty sequence, render as "".
+    """
+
+    strip_connection: bool = True
+    lenient_jinja: ClassVar[bool] = True
+
+    def outcome(self, text: str, index: int, choices: list[str] | None) -> Outcome:
+        parts = [_unprotect(part) for part in text.split(SEPARATOR)]
+        if self.strip_connection:
+            parts = [part.strip() for part in parts]
+        if parts == [""]:
+            return Dropped(index, BLANK)
+        if len(parts) < 2:
+            return Dropped(index, NO_SEPARATOR)  # the fork's ValueError
+        inputs, targets = parts[0], parts[1:]
+        if not self.strip_connection:
+            inputs, targets = self._connected(inputs, targets)
+        if len(targets) > 1:
+            return Dropped(index, EXTRA_SEPARATOR)
+        if not inputs:
+            return Dropped(index, EMPTY_INPUTS)
+        if not targets[0]:
+            return Dropped(index, EMPTY_TARGETS)
+        return Rendered(index, inputs, targets[0], None)
+
+    @staticmethod
+    def _connected(inputs: str, targets: list[str]) -> tuple[str, list[str]]:
+        """The fork's unstripped connection: one space less when the inputs end in one and
+        every target starts with one, then inputs lstripped, targets rstripped. The fork reads
+        the last character of the inputs, and the first of each target up to one that does not
+        start with a space: an empty one there is its IndexError, raised here too."""
+        if not inputs:
+            raise IndexError("the inputs are empty: the fork's apply without strip_connection "
+                             "reads their last character")
+        if inputs[-1] == " ":
+            for target in targets:
+                if not target:
+                    raise IndexError("a target is empty: the fork's apply without "
+                                     "strip_connection reads its first character")
+                if target[0] != " ":
+                    break
+            else:
+                inputs = inputs[:-1]
+        return inputs.lstrip(), [target.rstrip() for target in targets]
+
+    def failure_reason(self, error: Exception) -> str:
+        return RENDER_ERROR if isinstance(error, ValueError) else TEMPLATE_SPLIT_ERROR
+
+
+RowRule = T0Rule | XP3Rule
+
+
 def _uses_choice(ast: nodes.Template) -> bool:
     return any(node.name in ("choice", "random") for node in ast.find_all(nodes.Filter))
 
 
-def _compiled(ast: nodes.Template) -> JinjaTemplate:
+def _compiled(ast: nodes.Template, rule: RowRule) -> JinjaTemplate:
     """The template compiled to run under the render limits, its globals a plain dict (they
     are all the environment's): Jinja copies their names into a set at each render."""
-    template = ENVIRONMENT.from_string(limit_template(ast, ENVIRONMENT))
+    environment = LENIENT_ENVIRONMENT if rule.lenient_jinja else ENVIRONMENT
+    template = environment.from_string(limit_template(ast, environment))
     template.globals = dict(template.globals)
     return template
 
@@ -110,16 +204,17 @@ def _run(template: JinjaTemplate, context: dict[str, Any], budget: Budget) -> st
 class CompiledTemplate:
     """One template, parsed and compiled once, rendering any number of rows."""
 
-    def __init__(self, template: Template, seed: int = 0):
+    def __init__(self, template: Template, seed: int = 0, *, rule: RowRule = T0_RULE):
         self.template = template
         self.seed = seed
+        self.rule = rule
         body_ast = self._parse(_with_truncation(template.jinja), "jinja")
         self.variables = frozenset(meta.find_undeclared_variables(body_ast))
         self._draws = _uses_choice(body_ast)
         self._choices = None
         self.fixed_answer_choices: list[str] | None = None
         start_render()  # compiling evaluates constant parts
-        self._body = _compiled(body_ast)
+        self._body = _compiled(body_ast, rule)
         self._globals = self._body.globals  # merged into each row's context once
         if template.answer_choices is not None:
             choices_ast = self._parse(template.answer_choices, "answer_choices")
@@ -129,7 +224,7 @@ class CompiledTemplate:
             fixed = not choice_vars and not _uses_choice(choices_ast)
             try:
                 budget = start_render()
-                self._choices = _compiled(choices_ast)
+                self._choices = _compiled(choices_ast, rule)
                 if fixed:
                     self.fixed_answer_choices = self._split_choices(
                         _run(self._choices, dict(self._globals), budget))
@@ -152,7 +247,7 @@ class CompiledTemplate:
         return [_unprotect(part.strip()) for part in text.split(SEPARATOR)]
 
     def render_prepared(self, prepared: Mapping[str, Any], index: int) -> Outcome:
-        """Apply the template and T0's row rule to a row already passed through `prepare_row`."""
+        """Apply the template and the row rule to a row already passed through `prepare_row`."""
         try:
             if RESERVED_FIELD in prepared:
                 raise RowError(
@@ -167,21 +262,15 @@ class CompiledTemplate:
             else:
                 choices = self.fixed_answer_choices
             context[RESERVED_FIELD] = choices
-            parts = _run(self._body, context, budget).split(SEPARATOR)
+            return self.rule.outcome(_run(self._body, context, budget), index, choices)
         except RowError as err:
             return Dropped(index, RENDER_ERROR, err)
         except LimitExceeded as err:
             error = RenderLimitError(self.template.where, index, str(err))
             return Dropped(index, RENDER_ERROR, error)
         except Exception as err:  # noqa: BLE001 - any template failure is this row's problem
-            return Dropped(index, RENDER_ERROR, self._row_error(prepared, index, err))
-        if len(parts) != 2:
-            return Dropped(index, NO_SEPARATOR if len(parts) == 1 else EXTRA_SEPARATOR)
-        inputs = _unprotect(parts[0]).strip()
-        if not inputs:
-            return Dropped(index, EMPTY_INPUTS)
-        targets = _unprotect(parts[1]).strip() or NO_LABEL
-        return Rendered(index, inputs, targets, choices or None)
+            return Dropped(index, self.rule.failure_reason(err),
+                           self._row_error(prepared, index, err))
 
     def render(self, row: Mapping[str, Any], index: int = 0) -> Outcome:
         return self.render_prepared(prepare_row(row), index)
@@ -204,12 +293,13 @@ class CompiledTemplate:
 
 
 @functools.lru_cache(maxsize=4096)  # more than all of P3's templates
-def compiled_template(template: Template, seed: int = 0) -> CompiledTemplate:
-    """`CompiledTemplate(template, seed)`, compiled once per process: a cache worker renders
-    many source shards of the same datasets, and compiling a template costs more than
-    rendering a small shard's rows through it. A compiled template keeps no state between
+def compiled_template(template: Template, seed: int = 0,
+                      rule: RowRule = T0_RULE) -> CompiledTemplate:
+    """`CompiledTemplate(template, seed, rule=rule)`, compiled once per process: a cache
+    worker renders many source shards of the same datasets, and compiling a template costs
+    more than rendering a small shard's rows through it. A compiled template keeps no state between
     rows, so sharing it changes no output."""
-    return CompiledTemplate(template, seed)
+    return CompiledTemplate(template, seed, rule=rule)
 
 
 # A template that exceeds its limits on each of its first rows would spend up to its time
@@ -224,13 +314,13 @@ class DatasetRenderer:
     taken out after exceeding their limits on each of their first LIMIT_STRIKES rows.
     """
 
-    def __init__(self, templates: Iterable[Template], seed: int = 0):
+    def __init__(self, templates: Iterable[Template], seed: int = 0, *, rule: RowRule = T0_RULE):
         self.templates: dict[str, CompiledTemplate] = {}
         self.broken: dict[str, TemplateError] = {}
         self._strikes: dict[str, int] = {}  # limit errors before any other outcome
         for template in templates:
             try:
-                self.templates[template.name] = compiled_template(template, seed)
+                self.templates[template.name] = compiled_template(template, seed, rule)
                 self._strikes[template.name] = 0
             except TemplateError as err:
                 self.broken[template.name] = err

@@ -12,6 +12,8 @@ Differences from promptsource, on purpose:
   as "", so a template that reads a field the row lacks fails loudly on that row. A missing
   attribute or item of a value that exists stays lenient (renders "", is falsy), exactly as in
   promptsource, because real rows rely on it.
+- `LENIENT_ENVIRONMENT` keeps Jinja's own leniency instead, for rules that reproduce a build
+  which had it (xP3's): unknown names render as "", and `random` of an empty sequence too.
 - `choice` draws from a per-row RNG (`p3data.templates.choice`), never from the global `random`
   state, so renders are reproducible across runs, workers and shards.
 """
@@ -30,7 +32,7 @@ from jinja2.sandbox import SandboxedEnvironment, SandboxedFormatter, SecurityErr
 from jinja2.utils import generate_lorem_ipsum, missing
 from markupsafe import EscapeFormatter, Markup
 
-from p3data.templates.choice import choice
+from p3data.templates.choice import choice, random_item
 from p3data.templates.costs import (
     FILTER_SIZES,
     FILTER_STEPS,
@@ -104,6 +106,17 @@ class FieldUndefined(Undefined):
         return super().__ne__(other)
 
     __hash__ = Undefined.__hash__
+
+
+class LenientUndefined(FieldUndefined):
+    """promptsource's `Undefined` for unknown names too (they render as ""); what the sandbox
+    refused still fails."""
+
+    __slots__ = ()
+
+    def _check_name(self) -> None:
+        if self._undefined_exception is SecurityError:
+            self._fail_with_undefined_error()
 
 
 # --- Bounded filters, methods and globals ----------------------------------------------------
@@ -302,11 +315,11 @@ class BoundedEnvironment(SandboxedEnvironment):
 _OWN_GLOBALS = frozenset({_range, _zip, _lipsum})
 
 
-def make_environment() -> BoundedEnvironment:
-    env = BoundedEnvironment(undefined=FieldUndefined)
+def make_environment(*, lenient: bool = False) -> BoundedEnvironment:
+    env = BoundedEnvironment(undefined=LenientUndefined if lenient else FieldUndefined)
     env.globals.update(zip=_zip, range=_range, lipsum=_lipsum, namespace=SizedNamespace)
     env.filters["choice"] = choice
-    env.filters["random"] = choice  # Jinja's own would draw from the global RNG
+    env.filters["random"] = random_item if lenient else choice  # not Jinja's: the global RNG
     env.filters["most_frequent"] = _most_frequent
     env.filters["highlight"] = _highlight
     for name in FILTER_SIZES:
@@ -316,3 +329,4 @@ def make_environment() -> BoundedEnvironment:
 
 
 ENVIRONMENT = make_environment()
+LENIENT_ENVIRONMENT = make_environment(lenient=True)
