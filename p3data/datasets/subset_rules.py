@@ -70,7 +70,7 @@ def expand(item: dict[str, Any]) -> list[dict[str, Any]]:
     `rule_problems` found sound)."""
     if not is_rule(item):
         return [item]
-    rule = {**item[RULE]}
+    rule = item[RULE]
     base = {key: value for key, value in item.items() if key != RULE}
     own_splits = rule["names"] if isinstance(rule.get("names"), dict) else {}
     return [_one_subset(base, name, own_splits.get(name) or base["splits"], rule.get("separator"))
