@@ -113,8 +113,8 @@ def test_each_malformed_value_is_one_line_naming_file_entry_and_field(tmp_path, 
 
 
 @pytest.mark.parametrize(("entry", "expected"), [
-    (5, "expected a mapping (a dataset entry with dataset, subset, train, eval, train_size, "
-        "splits, rounds, features, text_lengths, hub, manual_download), got 5"),
+    (5, "expected a mapping (a dataset entry with dataset, subset, subsets, train, eval, "
+        "train_size, splits, rounds, features, text_lengths, hub, manual_download), got 5"),
     ({"subset": "x"}, "missing 'dataset', 'splits', 'features'"),
 ])
 def test_an_entry_that_is_not_an_entry(tmp_path, entry, expected):
@@ -177,6 +177,86 @@ def test_p3data_list_with_a_bad_user_catalog_exits_2_with_one_line(tmp_path, mon
     assert captured.err.splitlines() == [
         f"p3data: error: {path}: entry 1 (trec): hub: expected a mapping (a Hub location: repo, "
         "revision, files, columns, labels, drift, notes), got 'x'"]
+
+
+# ---- entries standing for many subsets (`subsets:`) ----
+
+PAIRS = {
+    "dataset": "flores", "subsets": {"pairs": ["eng", "fra", "swh"], "separator": "-"},
+    "splits": {"dev": 9, "devtest": None},
+    "features": {"id": "int32", "sentence_{source}": "string", "sentence_{target}": "string",
+                 "pair": {"{source}": "string", "{target}": {"sequence": "string"}}},
+    "text_lengths": {"sentence_{source}": 40},
+    "hub": {"repo": "o/flores", "revision": "main",
+            "files": {"dev": ["{subset}/dev/*.parquet", "{subset}/old-dev.parquet"],
+                      "devtest": "{subset}/devtest/*.parquet"},
+            "columns": {"text_{target}": "sentence_{target}"}},
+}
+
+
+def test_a_pairs_rule_is_one_entry_per_ordered_pair_its_names_filled_in(tmp_path):
+    entries = read_catalog_file(write(tmp_path, [PAIRS]))
+    assert [e.subset for e in entries] == ["eng-fra", "eng-swh", "fra-eng", "fra-swh",
+                                           "swh-eng", "swh-fra"]
+    swh_fra = entries[5]
+    assert swh_fra.key == DatasetKey("flores", "swh-fra")
+    assert swh_fra.splits == {"dev": 9, "devtest": None}
+    assert swh_fra.features == {"id": "int32", "sentence_swh": "string", "sentence_fra": "string",
+                                "pair": {"swh": "string", "fra": {"sequence": "string"}}}
+    assert swh_fra.text_lengths == {"sentence_swh": 40}
+    assert swh_fra.hub.files == {"dev": ("swh-fra/dev/*.parquet", "swh-fra/old-dev.parquet"),
+                                 "devtest": ("swh-fra/devtest/*.parquet",)}
+    assert swh_fra.hub.columns == {"text_fra": "sentence_fra"}
+    assert Catalog(entries).get("flores", "fra-eng").features["sentence_eng"] == "string"
+
+
+def test_a_names_rule_gives_each_subset_its_own_splits_and_their_files_only(tmp_path):
+    rule = {**TREC, "subsets": {"names": {"a": {"train": 3}, "b": None}}}
+    rule["hub"] = {**TREC["hub"], "files": {"train": "{subset}/train.parquet",
+                                           "test": "{subset}/test.parquet"}}
+    a, b = read_catalog_file(write(tmp_path, [rule]))
+    assert (a.subset, a.splits, a.hub.files) == ("a", {"train": 3},
+                                                 {"train": ("a/train.parquet",)})
+    assert (b.subset, b.splits) == ("b", TREC["splits"])
+    assert b.hub.files == {"train": ("b/train.parquet",), "test": ("b/test.parquet",)}
+    (c,) = read_catalog_file(write(tmp_path, [{**TREC, "subsets": {"names": ["c"]}}]))
+    assert c.key == DatasetKey("trec", "c")
+
+
+@pytest.mark.parametrize(("entry", "expected"), [
+    ({**PAIRS, "subset": "x"},
+     "subsets: an entry has either a subset or a subsets rule, not both"),
+    ({**PAIRS, "subsets": {"separator": "-"}}, "subsets: give either names or pairs"),
+    ({**PAIRS, "subsets": {"pairs": ["a", "b"]}},
+     "subsets.pairs: pairs need a separator to join them"),
+    ({**PAIRS, "subsets": {"names": ["a", "b"]}},
+     "subsets: {source} and {target} need a separator to split the names"),
+    ({**PAIRS, "subsets": {"names": ["a-b", "c"], "separator": "-"}},
+     "subsets.names.c: 'c' is not two names joined by '-'"),
+    ({**PAIRS, "subsets": {"names": ["a-b", "a-b"], "separator": "-"}},
+     "subsets: repeats the subsets a-b"),
+    ({**PAIRS, "subsets": {"pairs": ["a", "b"], "separator": "-", "sep": "_"}},
+     "subsets: unknown field 'sep' (known: names, pairs, separator)"),
+    ({**PAIRS, "subsets": {"names": {"a-b": {"dev": -1}}, "separator": "-"}},
+     "subsets.names.a-b.dev: expected at least 0, got -1"),
+    ({**PAIRS, "subsets": {"names": {"a-b": ["dev"]}, "separator": "-"}},
+     "subsets.names.a-b: expected a mapping (split name -> number of examples, or null for the "
+     "entry's splits), got ['dev']"),
+    ({**PAIRS, "text_lengths": {"sentence_{target}": 40, "sentense_{source}": 4}},
+     "subset eng-fra: text_lengths.sentense_eng: 'sentense_eng' is not one of the entry's "
+     "features (id, sentence_eng, sentence_fra, pair)\nand 5 more of its subsets have problems"),
+], ids=lambda value: value if isinstance(value, str) else None)
+def test_a_bad_rule_is_one_line_naming_the_entry_and_the_subset(tmp_path, entry, expected):
+    path = write(tmp_path, [entry])
+    named = "flores/x" if "subset" in entry else "flores"
+    assert problems(path) == [f"{path}: entry 1 ({named}): {line}"
+                              for line in expected.splitlines()]
+
+
+def test_a_rule_subset_that_repeats_a_plain_entry_is_named(tmp_path):
+    path = write(tmp_path, [{**TREC, "subset": "b"}, {**TREC, "subsets": {"names": ["a", "b"]}}])
+    assert problems(path) == [
+        f"{path}: entry 2 (trec): subset b: the same dataset/subset as entry 1"]
 
 
 # ---- RowChecker ----

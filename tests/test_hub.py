@@ -187,6 +187,20 @@ def test_undeclared_drift_is_one_line_naming_dataset_split_and_difference(
     assert one_line(lambda: store.list_shards("train"), DriftError) == f"toy/train: {expected}"
 
 
+def test_a_size_the_catalog_could_not_confirm_is_not_checked(tmp_path, hub_root):
+    """xP3's catalog has null where a split's size is unknown: the rows are read, their schema
+    checked, their count taken as it is."""
+    write_parquet(hub_root / "acme" / "toy" / EXPORT / "default" / "train" / "0000.parquet",
+                  toy_columns(0, 4), TOY_HUB_FEATURES)
+    hub = {"repo": "acme/toy", "revision": EXPORT, "files": {"train": "default/train/*.parquet"}}
+    store = open_store(catalog_entry(tmp_path, hub, splits={"train": None}))
+    assert [row["idx"] for row in read_split(store, "train")] == [0, 1, 2, 3]
+    wrong = open_store(catalog_entry(tmp_path, hub, splits={"train": None},
+                                     features={**TOY_FEATURES, "idx": "string"}))
+    assert one_line(lambda: wrong.list_shards("train"), DriftError) == (
+        "toy/train: idx: int32 != catalog string")
+
+
 def test_missing_revision_names_the_hub_root_folder(tmp_path, hub_root):
     (hub_root / "acme" / "toy" / "main").mkdir(parents=True)
     store = open_store(catalog_entry(tmp_path, {

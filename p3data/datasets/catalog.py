@@ -2,7 +2,9 @@
 
 The catalog is data (`p3data/data/catalog.yaml`), readable by people. Users add or override
 entries with their own YAML files (same format), given by argument or `P3DATA_CATALOG`.
-Nothing here reads data or touches the network: split names and sizes come from the file.
+xP3's datasets are in a file of their own (`p3data/data/xp3_catalog.yaml`), which T0's tasks
+never read. Nothing here reads data or touches the network: split names and sizes come from
+the file.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from p3data.dataset_key import DatasetKey
+from p3data.datasets.subset_rules import expand, rule_problems
 from p3data.errors import P3DataError
 
 if TYPE_CHECKING:
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: fast
 CATALOG_FILE = Path(__file__).parent.parent / "data" / "catalog.yaml"
+XP3_CATALOG_FILE = CATALOG_FILE.with_name("xp3_catalog.yaml")  # xP3's datasets but T0's
 ENV_CATALOG = "P3DATA_CATALOG"
 
 TRAIN_ROLES = ("t0", "t0+", "t0++")  # the first T0 training mixture a dataset joins
@@ -53,7 +57,7 @@ class HubLocation:
 class DatasetEntry:
     dataset: str
     subset: str | None
-    splits: dict[str, int]
+    splits: dict[str, int | None]  # None: a size not confirmed (xP3's catalog; notes say why)
     features: dict[str, Any]
     train: str | None = None
     eval: str | None = None
@@ -98,7 +102,7 @@ def read_catalog_file(path: str | os.PathLike, *, validate: bool = True) -> list
             rest = len(problems) - _MAX_PROBLEMS
             problems = [*problems[:_MAX_PROBLEMS], f"{path}: ... and {rest} more problems"]
         raise CatalogError("\n".join(problems))
-    return [_entry(item, path) for item in raw]
+    return [_entry(entry, path) for item in raw for entry in expand(item)]
 
 
 def _read_yaml(path: Path) -> Any:
@@ -174,9 +178,13 @@ def _problem_lines(path: Path, raw: Any) -> Iterator[str]:
             yield f"{path}: {problem}"
             continue
         number, *inside = location
-        field = "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in inside)
-        yield (f"{path}: entry {number + 1}{_entry_name(raw[number])}: "
-               + (f"{field[1:]}: " if field else "") + problem)
+        yield f"{path}: entry {number + 1}{_entry_name(raw[number])}: {_field(inside)}{problem}"
+
+
+def _field(inside: Iterable[Any]) -> str:
+    """'hub.files.train: ', where in an entry (keys and list indices), or '' for all of it."""
+    field = "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in inside)
+    return f"{field[1:]}: " if field else ""
 
 
 def _entry_name(item: Any) -> str:
@@ -201,13 +209,32 @@ def _problems(raw: Any) -> Iterator[tuple[_Location, str]]:
     for number, item in enumerate(raw):
         if number in invalid:
             continue  # the cross-field rules assume well-typed fields
-        key = DatasetKey(item["dataset"],
-                         None if item.get("subset") is None else str(item["subset"]))
-        if key in seen:
-            yield (number,), f"the same dataset/subset as entry {seen[key] + 1}"
+        if wrong := list(rule_problems(item)):
+            yield from (((number, *where), problem) for where, problem in wrong)
+        else:
+            yield from _entry_problems(number, item, seen)
+
+
+def _entry_problems(number: int, item: dict[str, Any],
+                    seen: dict[DatasetKey, int]) -> Iterator[tuple[_Location, str]]:
+    """The cross-field problems of an entry, or of each subset a rule entry stands for; `seen`
+    records where each dataset/subset was first."""
+    wrong_subsets: list[list[tuple[_Location, str]]] = []
+    for entry in expand(item):
+        key = DatasetKey(entry["dataset"],
+                         None if entry.get("subset") is None else str(entry["subset"]))
+        found = [((), f"the same dataset/subset as entry {seen[key] + 1}")] if key in seen else []
         seen.setdefault(key, number)
-        for where, problem in _cross_field_problems(item):
-            yield (number, *where), problem
+        found += _cross_field_problems(entry)
+        if found and entry is item:
+            yield from (((number, *where), problem) for where, problem in found)
+        elif found:  # one of a rule's subsets
+            wrong_subsets.append([((number,), f"subset {key.subset}: {_field(where)}{problem}")
+                                  for where, problem in found])
+    if wrong_subsets:  # a rule's mistake is usually every subset's: the first one shows it
+        yield from wrong_subsets[0]
+        if len(wrong_subsets) > 1:
+            yield (number,), f"and {len(wrong_subsets) - 1:,} more of its subsets have problems"
 
 
 def _cross_field_problems(item: dict[str, Any]) -> Iterator[tuple[_Location, str]]:
