@@ -17,6 +17,8 @@ from p3data.xp3.pairs import PromptPair, prompt_pairs
 from p3data.xp3.recipe import (
     EVAL_DATASETS_L1,
     EVAL_DATASETS_L2,
+    FLORES_LANGUAGES,
+    WMT22_PAIRS,
     flores_configs,
     train_datasets,
     unique_train_datasets,
@@ -68,6 +70,7 @@ def test_train_datasets_as_the_recipe_lists_them_mlqa_slip_included():
     assert len(configs) == 32 and ("mlqa", "mlqa.en.ar") in configs
     assert not {("mlqa", f"mlqa.en.{x}") for x in ("vi", "zh", "es", "hi")} & configs
     by_dataset = Counter(dataset for dataset, _ in unique_train_datasets())
+    assert (len(FLORES_LANGUAGES), len(set(WMT22_PAIRS))) == (204, 248)
     assert by_dataset["facebook/flores"] == len(flores_configs()) == 1980
     assert by_dataset["allenai/wmt22_african"] == len(wmt22_configs()) == 92
     assert {"eng-swh", "fra-wol", "yor-zul"} <= set(wmt22_configs())

@@ -10,7 +10,9 @@ name (`nyanja` there, `chichewa` here), a key no dataset or config uses.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
+from types import MappingProxyType
 
 import pycountry
 
@@ -39,7 +41,7 @@ DEFAULT_LANGUAGE = "en"
 
 
 @cache
-def ds_to_lang() -> dict[str, str]:
+def ds_to_lang() -> Mapping[str, str]:
     """The recipe's map from a dataset name, config or language spelling to a BLOOM folder."""
     found = {dataset: "code" for dataset in CODE_DATASETS} | _EXTRAS
     for code in BLOOM_LANGUAGES:
@@ -49,7 +51,7 @@ def ds_to_lang() -> dict[str, str]:
             continue
         name = language.name.lower()
         found[name] = found[name.split(" ")[0]] = found[language.alpha_3] = code
-    return found
+    return MappingProxyType(found)
 
 
 def config_language(dataset: str, config: str | None) -> str | None:
