@@ -130,3 +130,17 @@ def worker_venv(tmp_path_factory):
     print(f"\nworkers' environment (Beam, p3data's staged wheel) installed in "
           f"{venv.install_seconds:.0f} s")
     return venv, wheel
+
+
+@pytest.fixture(scope="session")
+def xp3_templates(tmp_path_factory) -> dict[str, Path]:
+    """Both of xP3's template sets installed from the fork's archives once a session: set name
+    -> its templates/ folder."""
+    from helpers.template_sets import shared_archive
+
+    from p3data.templates.install import TEMPLATE_SETS, install, installed
+
+    home = tmp_path_factory.mktemp("xp3_home")
+    for name, spec in TEMPLATE_SETS.items():
+        install(name, archive=shared_archive(spec), home=home)
+    return {name: installed(name, home=home) for name in TEMPLATE_SETS}

@@ -138,6 +138,19 @@ def _declared_key(path: Path) -> DatasetKey:
     return DatasetKey(dataset, str(subset) if subset is not None else None)
 
 
+def folder_templates(root: Path, folder: str) -> dict[str, Template]:
+    """The templates of `<root>/<folder>/templates.yaml` as promptsource's xP3 fork finds them:
+    by folder, whatever `dataset:`/`subset:` the file declares, sorted by name; {} without a
+    file. A name used twice maps to the last template of that name in the file, the one the
+    fork's `DatasetTemplates[name]` returns."""
+    path = root / folder / TEMPLATE_FILENAME
+    if not path.is_file():
+        return {}
+    _, _, templates = read_template_file(path)
+    by_name = {template.name: template for template in templates}
+    return dict(sorted(by_name.items()))
+
+
 class DatasetTemplates:
     """All templates of one dataset/subset after overrides, by name (sorted like T0)."""
 
