@@ -20,10 +20,11 @@ FIXTURE_MARKERS = {
     "gcs_server": "server",
 }
 SLOW_MARKERS = ("env", "trainer", "crash", "server")
-# Tests that build p3data from the checkout (`pip wheel`, `setup.py sdist` write build/ and
-# *.egg-info into it) run on one xdist worker, one after another; those on the demo cache
-# share one worker's session build of it.
-CHECKOUT_FIXTURES = ("worker_venv", "wheel_venv", "mesh_tf_env")
+# The units xdist hands its workers (`--dist loadgroup`): the tests that share an expensive
+# session fixture, which the worker that runs them builds once; else a module's tests, so that
+# its module-scoped fixtures (a cache most of its tests read) are built once, not on each worker.
+# The slow units go first, so that neither worker is left with one at the end.
+FIXTURE_GROUPS = ("worker_venv", "wheel_venv", "mesh_tf_env", "demo_cache")
 
 
 # First of all hooks: pytest's `-m` selection and xdist's `--dist loadgroup` read these markers.
@@ -35,12 +36,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(marker)
         if any(item.get_closest_marker(marker) for marker in SLOW_MARKERS):
             item.add_marker("slow")
-        if item.get_closest_marker("xdist_group"):
-            continue
-        if any(fixture in item.fixturenames for fixture in CHECKOUT_FIXTURES):
-            item.add_marker(pytest.mark.xdist_group("checkout"))
-        elif "demo_cache" in item.fixturenames:
-            item.add_marker(pytest.mark.xdist_group("demo_cache"))
+        if not item.get_closest_marker("xdist_group"):
+            group = next((f for f in FIXTURE_GROUPS if f in item.fixturenames), None)
+            item.add_marker(pytest.mark.xdist_group(group or item.module.__name__))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
 
 
 @pytest.fixture
@@ -105,6 +104,14 @@ def bucket(gcs_server, request) -> str:
 
 
 @pytest.fixture(scope="session")
+def p3data_wheel(tmp_path_factory) -> Path:
+    """p3data's wheel as `pip wheel` builds it from this checkout, once a session (per worker)."""
+    from helpers.venvs import build_p3data_wheel
+
+    return build_p3data_wheel(tmp_path_factory.mktemp("p3data_wheel"))
+
+
+@pytest.fixture(scope="session")
 def demo_cache(tmp_path_factory) -> Path:
     """What `make demo` builds: the whole t0_train mixture (313 tasks) from the bundled samples
     with the sample vocabulary, once a session, for the tests that train on it."""
@@ -117,14 +124,14 @@ def demo_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def worker_venv(tmp_path_factory):
+def worker_venv(tmp_path_factory, p3data_wheel):
     """A remote worker's environment, once a session: Beam's SDK with its GCP extra (what
     Dataflow's worker container holds) and, as Dataflow's workers install it, the wheel a
     Dataflow submission stages (`helpers.venvs.staged_wheel`), under the pinned stack."""
     from helpers.venvs import ROOT, make_venv, staged_wheel
 
     tmp = tmp_path_factory.mktemp("worker")
-    wheel = staged_wheel(tmp / "staging")
+    wheel = staged_wheel(tmp / "staging", p3data_wheel)
     venv = make_venv(tmp / "venv", "--no-compile", "-c", ROOT / "constraints.txt",
                      "apache-beam[gcp]", wheel)
     print(f"\nworkers' environment (Beam, p3data's staged wheel) installed in "

@@ -222,9 +222,9 @@ def test_more_output_shards_than_files_a_process_may_open(tmp_path):
 @pytest.mark.crash
 def test_kill_and_resume_matches_an_uninterrupted_run(tmp_path):
     mirror = tmp_path / "mirror"
-    write_mirror(mirror, "super_glue", "copa", 3000)
-    write_mirror(mirror, "glue", "mrpc", 3000)
-    args = ["--tasks", t0_only("super_glue_copa.*|glue_mrpc.*"), "--rows-per-shard", "250"]
+    write_mirror(mirror, "super_glue", "copa", 1000)
+    write_mirror(mirror, "glue", "mrpc", 1000)
+    args = ["--tasks", t0_only("super_glue_copa.*|glue_mrpc.*"), "--rows-per-shard", "100"]
     reference = tmp_path / "reference"
     run_cache(reference, *args, data_dir=mirror)
 

@@ -11,14 +11,12 @@ import json
 import math
 import os
 import subprocess
-import sys
 import threading
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from helpers.cache import P3DATA
-from helpers.venvs import ROOT
 
 from p3data import __version__, fs
 from p3data.builder.jobs import CacheConfig, CachePlan, WorkUnit
@@ -78,13 +76,11 @@ def test_dataflow_stages_p3data_unless_the_job_brings_its_own(gcs_server, bucket
     assert stage_p3data(_pipeline("--runner=PortableRunner"), tmp_path / "other") is None
 
 
-@pytest.mark.xdist_group("checkout")  # builds in the checkout: tests/conftest.py
-def test_the_staged_wheel_holds_what_pip_wheel_builds_and_the_builders_requirements(tmp_path):
+def test_the_staged_wheel_holds_what_pip_wheel_builds_and_the_builders_requirements(
+        tmp_path, p3data_wheel):
     """From this checkout's editable install: the same files, byte for byte, as the wheel pip
     builds from the source; requirements without extras, the builder's among them."""
-    built = tmp_path / "pip"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w",
-                    str(built), str(ROOT)], check=True, capture_output=True)
+    built = p3data_wheel.parent
     (staged := tmp_path / "staged").mkdir()
     ours, theirs = (zipfile.ZipFile(next(folder.glob("*.whl")))
                     for folder in (build_wheel(staged).parent, built))

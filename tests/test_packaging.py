@@ -11,7 +11,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from helpers.venvs import ROOT, make_venv
+from helpers.venvs import ROOT, make_venv, source_copy
 
 from p3data.templates.collection import BUNDLED_PROMPTSOURCE, promptsource_dir
 
@@ -33,10 +33,9 @@ def test_the_bundled_templates_are_promptsource_010s_own():
     assert mismatch == errors == []
 
 
-@pytest.mark.xdist_group("checkout")  # builds in the checkout: tests/conftest.py
 def test_sdist_installs_everything_workers_need(tmp_path):
     subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path / "dist")],
-                   cwd=ROOT, check=True, capture_output=True)
+                   cwd=source_copy(tmp_path / "source"), check=True, capture_output=True)
     sdist = next((tmp_path / "dist").glob("p3data-*.tar.gz"))
     with tarfile.open(sdist) as archive:
         names = archive.getnames()
@@ -75,14 +74,11 @@ def test_sdist_installs_everything_workers_need(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def wheel_venv(tmp_path_factory):
+def wheel_venv(tmp_path_factory, p3data_wheel):
     """A clean environment where p3data is installed from its wheel, as `pip install` does:
     its own requirements only (no builder extra, no promptsource), under the pinned stack."""
     tmp = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w",
-                    str(tmp / "dist"), str(ROOT)], check=True, capture_output=True)
-    wheel = next((tmp / "dist").glob("p3data-*.whl"))
-    venv = make_venv(tmp / "venv", "-c", ROOT / "constraints.txt", wheel)
+    venv = make_venv(tmp / "venv", "-c", ROOT / "constraints.txt", p3data_wheel)
     print(f"\nclean environment with p3data's wheel installed in {venv.install_seconds:.0f} s")
     return venv
 

@@ -10,8 +10,6 @@ swings with each batch's share of target positions; the command is otherwise the
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -40,17 +38,14 @@ def mean(values: list[float]) -> float:
 
 
 @pytest.fixture(scope="module")
-def mesh_tf_env(tmp_path_factory) -> Venv:
+def mesh_tf_env(tmp_path_factory, p3data_wheel) -> Venv:
     """The README's three pip commands, in a fresh environment, p3data from a wheel built from
     the checkout (so nothing of the checkout is imported)."""
     tmp = tmp_path_factory.mktemp("mesh_tf")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w",
-                    str(tmp / "dist"), str(ROOT)], check=True, capture_output=True)
-    wheel = next((tmp / "dist").glob("p3data-*.whl"))
     start = time.monotonic()
     # --no-compile: byte-compiling all of TensorFlow, torch and jax takes minutes on 2 cores;
     # Python compiles what training imports.
-    venv = make_venv(tmp / "venv", "--no-compile", "-c", CONSTRAINTS, wheel,
+    venv = make_venv(tmp / "venv", "--no-compile", "-c", CONSTRAINTS, p3data_wheel,
                      "-r", EXAMPLE / "requirements.txt")
     venv.pip("--no-compile", "--no-deps", "t5==0.9.4")
     venv.pip("--no-compile", "-c", CONSTRAINTS, "torch")

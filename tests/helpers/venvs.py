@@ -4,6 +4,7 @@ install of p3data): from PyPI, through pip's cache, and removed with the test's 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -11,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# What a build of the checkout neither reads nor should see: environments, caches, outputs.
+NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__",
+                                    ".pytest_cache", ".ruff_cache", ".hypothesis", "demo_output")
 
 
 @dataclass(frozen=True)
@@ -57,16 +61,29 @@ def make_venv(root: Path, *requirements: str | os.PathLike, python: str = sys.ex
     return Venv(root, time.monotonic() - start)
 
 
-def staged_wheel(folder: Path) -> Path:
+def source_copy(folder: Path) -> Path:
+    """The checkout's files, copied to `folder`: a build writes build/ and *.egg-info where it
+    runs, and no test writes into the checkout (so tests that build run side by side)."""
+    shutil.copytree(ROOT, folder, ignore=NOT_SOURCE)
+    return folder
+
+
+def build_p3data_wheel(folder: Path) -> Path:
+    """p3data's wheel as `pip wheel` builds it from the checkout (from a copy of it)."""
+    source = source_copy(folder / "source")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w",
+                    str(folder / "dist"), str(source)], check=True, capture_output=True)
+    return next((folder / "dist").glob("p3data-*.whl"))
+
+
+def staged_wheel(folder: Path, wheel: Path) -> Path:
     """The wheel `p3data cache --runner=DataflowRunner` stages, made as a user's driver makes it:
-    by a p3data installed from its own wheel (not the checkout, not editable), in a process
-    started outside the checkout."""
-    dist, site, staged = folder / "dist", folder / "installed", folder / "staged"
+    by a p3data installed from its own wheel (`wheel`: not the checkout, not editable), in a
+    process started outside the checkout."""
+    site, staged = folder / "installed", folder / "staged"
     staged.mkdir(parents=True)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist),
-                    str(ROOT)], check=True, capture_output=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
-                    str(site), next(dist.glob("p3data-*.whl"))], check=True, capture_output=True)
+                    str(site), wheel], check=True, capture_output=True)
     probe = ("import sys, p3data; from pathlib import Path; from p3data.staging import "
              "build_wheel; assert p3data.__file__.startswith(sys.argv[1]), p3data.__file__; "
              "print(build_wheel(Path(sys.argv[2])))")
