@@ -15,8 +15,8 @@ from pathlib import Path
 
 from p3data.t0 import task_name
 from p3data.templates.collection import folder_templates
-from p3data.xp3.languages import template_language
-from p3data.xp3.recipe import prompt_folder, unique_train_datasets
+from p3data.xp3_recipe.languages import template_language
+from p3data.xp3_recipe.recipe import prompt_folder, unique_train_datasets
 
 SET_NAMES = ("xp3", "xp3mt")  # the template sets of `templates/install.py`
 
