@@ -157,3 +157,35 @@ def test_without_templates_xp3_says_how_to_install_them(tmp_path):
                             text=True, env={**os.environ, ENV_HOME: str(tmp_path)})
     assert result.returncode != 0
     assert "run `p3data templates install xp3`" in result.stderr.splitlines()[-1]
+
+
+def test_render_command_renders_as_the_collection_does(xp3_home, tmp_path, capsys, monkeypatch):
+    from p3data.cli import main
+
+    monkeypatch.setenv(ENV_HOME, str(xp3_home))
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"text": "Check if a number is even",
+                                "code": "def is_even ( n ) : NEW_LINE INDENT return n % 2 == 0 "
+                                        "NEW_LINE DEDENT print ( is_even ( 4 ) ) NEW_LINE"}) + "\n")
+    assert main(["render", "--collection", "xp3", "--template", "solpy", "--rows", str(rows),
+                 "codeparrot/xlcost-text-to-code/Python-program-level"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {
+        "dataset": "codeparrot/xlcost-text-to-code", "subset": "Python-program-level",
+        "template": "solpy", "row": 0,
+        "inputs": "\"Check if a number is even\"\nSolution in Python:\n",
+        "targets": " def is_even ( n ) :\n\treturn n % 2 == 0\nprint ( is_even ( 4 ) )",
+        "answer_choices": None}
+    assert err.endswith("1 rows x 1 templates: kept 1\n")
+    rows.write_text("".join(json.dumps(
+        {"gem_id": "0", "gem_parent_id": "0", "source_language": source,
+         "target_language": target, "source": "s", "target": "t", "references": ["t"]}) + "\n"
+        for source, target in [("en", "hi"), ("hi", "en")]))
+    assert main(["render", "--collection", "xp3", "GEM/wiki_lingua/hi_en", "--dropped",
+                 "--rows", str(rows)]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {r["row"] for r in records if r.get("dropped") == "dataset_step"} == {0}
+    assert len([r for r in records if r["row"] == 1 and "inputs" in r]) == 7
+    assert main(["render", "--collection", "xp3mt", "GEM/wiki_lingua/hi_en",
+                 "--rows", str(rows)]) == 2
+    assert "unknown xp3mt dataset 'GEM/wiki_lingua/hi_en'" in capsys.readouterr().err
