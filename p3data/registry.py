@@ -88,7 +88,8 @@ def _rank_metric(template: Template, targets: Any, scores: Any) -> dict[str, flo
 
 def register_task(spec: t0.TaskSpec, data_dir: str | os.PathLike | None = None) -> seqio.Task:
     """One seqio Task: tokenize, EOS on targets, then a cache placeholder (like T0's)."""
-    source = PromptedSource(spec.entry, spec.template, spec.split_mapping, data_dir=data_dir)
+    source = PromptedSource(spec.entry, spec.template, spec.split_mapping, data_dir=data_dir,
+                            rule=spec.row_rule, step=spec.dataset_step)
     return _add_task(spec.name, spec, source)
 
 

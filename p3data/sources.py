@@ -29,6 +29,7 @@ from p3data.batching import batched
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.shards import RowStore, Shard
 from p3data.datasets.stores import open_store
+from p3data.errors import RowError
 from p3data.fewshot import FewshotSettings, VariantSpec
 from p3data.fewshot.pool import ExemplarPool, build_pool, pool_source
 from p3data.fewshot.prompter import FewshotPrompter
@@ -42,8 +43,18 @@ from p3data.format.features import (
     Feature,
     source_features,
 )
+from p3data.t0 import RowStep
 from p3data.templates import Template
-from p3data.templates.render import CompiledTemplate, Rendered, prepare_row
+from p3data.templates.render import (
+    RENDER_ERROR,
+    T0_RULE,
+    CompiledTemplate,
+    Dropped,
+    Outcome,
+    Rendered,
+    RowRule,
+    prepare_row,
+)
 from p3data.tokenize import Tokenizer
 from p3data.vocab import EXTRA_IDS, read_vocabulary, vocabulary_path
 
@@ -54,7 +65,8 @@ def tf_dtype(feature: Feature) -> tf.DType:
 
 
 class PromptedSource(seqio.DataSource):
-    """Rows of one dataset, rendered by one template with T0's row rule."""
+    """Rows of one dataset, rendered by one template with a row rule (T0's, or xP3's with
+    its dataset step first)."""
 
     def __init__(
         self,
@@ -64,6 +76,8 @@ class PromptedSource(seqio.DataSource):
         *,
         data_dir: str | os.PathLike | None = None,
         seed: int = 0,
+        rule: RowRule = T0_RULE,
+        step: RowStep | None = None,
     ):
         super().__init__(
             splits=list(split_mapping),
@@ -74,6 +88,8 @@ class PromptedSource(seqio.DataSource):
         self.split_mapping = dict(split_mapping)
         self.data_dir = data_dir
         self.seed = seed
+        self.rule = rule
+        self.step = step
 
     @property
     def supports_arbitrary_sharding(self) -> bool:
@@ -81,7 +97,7 @@ class PromptedSource(seqio.DataSource):
 
     @cached_property
     def compiled(self) -> CompiledTemplate:
-        return CompiledTemplate(self.template, self.seed)
+        return CompiledTemplate(self.template, self.seed, rule=self.rule)
 
     def store(self) -> RowStore:
         """Resolved on use, so `P3DATA_DATA_DIR` may be set after the tasks are registered."""
@@ -131,14 +147,28 @@ class PromptedSource(seqio.DataSource):
                 example[ANSWER_CHOICES] = outcome.answer_choices or []
             yield example
 
+    def _outcome(self, row: dict, index: int) -> Outcome | None:
+        """The row's render; None for a row the dataset step drops."""
+        if self.step is not None:
+            try:
+                row = self.step(row, config=self.entry.subset, index=index, seed=self.seed)
+            except RowError as err:
+                return Dropped(index, RENDER_ERROR, err)
+            if row is None:
+                return None
+        return self.compiled.render_prepared(prepare_row(row), index)
+
     def _renders(self, store: RowStore, split: str,
                  shards: list[Shard]) -> Iterator[tuple[dict, Rendered]]:
-        """(row, render) of the rows T0's row rule keeps, in order; failures are logged."""
+        """(row, render) of the rows the dataset step and the row rule keep, in order;
+        failures are logged."""
         errors = 0
         for shard in shards:
             for index, row in enumerate(store.read(self.split_mapping[split], shard),
                                         start=shard.start):
-                outcome = self.compiled.render_prepared(prepare_row(row), index)
+                outcome = self._outcome(row, index)
+                if outcome is None:
+                    continue
                 if isinstance(outcome, Rendered):
                     yield row, outcome
                 elif outcome.error is not None:

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog, DatasetEntry
 from p3data.templates import Template, TemplateCollection
 from p3data.templates.collection import damaged, promptsource_dir
+from p3data.templates.render import T0_RULE, RowRule
 
 if TYPE_CHECKING:
     from p3data.taskset import TaskSet
@@ -61,6 +62,11 @@ TRAIN_SCORE_EVAL_FAILED = {DatasetKey("amazon_polarity"), DatasetKey("dbpedia_14
 WITHOUT_TEMPLATES = frozenset({DatasetKey("jigsaw_toxicity_pred")})
 
 
+# A dataset's step on each row before templating: (row, *, config, index, seed) -> the row to
+# render, or None to drop it (xP3's `xp3_recipe.steps.STEPS`; T0's tasks have none).
+RowStep = Callable[..., "dict[str, Any] | None"]
+
+
 def task_clean(text: str) -> str:
     return re.sub(r"[^\w\d\._]+", "_", text)
 
@@ -86,6 +92,8 @@ class TaskSpec:
     split_mapping: dict[str, str]  # task split -> source split
     score_eval: bool = False
     cap: int = 0  # T0's training rate for this task
+    row_rule: RowRule = T0_RULE  # how a render becomes an example (xP3's tasks: `XP3Rule`)
+    dataset_step: RowStep | None = None  # on each row before templating (xP3's tasks' STEPS)
 
     @property
     def base_name(self) -> str:

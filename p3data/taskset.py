@@ -6,6 +6,9 @@ module that contributes task specs and mixtures (T0's tasks in `p3data.t0`, thei
 variants in `p3data.fewshot`), found through the `p3data.collections` entry points, so that a
 new collection, p3data's or a user's package, is added without editing this module. A
 collection may build on others' tasks (`requires`): the variants are T0's tasks, re-prompted.
+A collection that cannot load here (xP3's, without its templates installed) raises
+`CollectionUnavailable`: the set is then the others', and asking for a name it would define
+gives its reason, so that every command keeps working with what is there.
 
 Pure data: no seqio, no rows, no vocabulary. What a task spec and a mixture must offer is
 stated by `TaskDef` and `MixtureDef`; registering them in seqio is `p3data.registry`'s job.
@@ -94,6 +97,15 @@ class Collection(Protocol):
     def define(self, base: TaskSet) -> Part: ...
 
 
+class CollectionUnavailable(P3DataError):
+    """A collection cannot define its tasks here; the message says how to fix that in one line,
+    `claims` is a regex matching the task and mixture names it would define."""
+
+    def __init__(self, reason: str, *, claims: str):
+        super().__init__(reason)
+        self.claims = claims
+
+
 @dataclass(frozen=True)
 class Contribution:
     """A collection's tasks and mixtures, when it has nothing else to say (`Part`)."""
@@ -104,17 +116,28 @@ class Contribution:
 
 @dataclass(frozen=True)
 class TaskSet:
-    """Tasks and mixtures by name, and each collection's part (`part`), in loading order."""
+    """Tasks and mixtures by name, and each collection's part (`part`), in loading order;
+    `unavailable`: the collections that could not load, and why."""
 
     tasks: dict[str, TaskDef] = field(default_factory=dict)
     mixtures: dict[str, MixtureDef] = field(default_factory=dict)
     parts: dict[str, Part] = field(default_factory=dict)
+    unavailable: dict[str, CollectionUnavailable] = field(default_factory=dict)
 
     def part(self, collection: str) -> Part:
         """What `collection` contributed (e.g. `"t0"`: `t0.T0Definitions`)."""
+        if collection in self.unavailable:
+            raise self.unavailable[collection]
         if collection not in self.parts:
             raise NotFoundError.unknown("collection", collection, self.parts)
         return self.parts[collection]
+
+    def _check_unavailable(self, what: str, name: str) -> None:
+        """The reason a collection that could not load gives, for a name it would define."""
+        for collection, why in self.unavailable.items():
+            if re.fullmatch(why.claims, name):
+                raise NotFoundError(f"the {what} {name!r} is the collection {collection!r}'s, "
+                                    f"which cannot load: {why}", setting=why.setting)
 
     def task(self, name: str) -> TaskDef:
         """The task called `name`, or the one error for a task that is not defined (saying
@@ -125,12 +148,14 @@ class TaskSet:
         if name in self.mixtures:
             raise NotFoundError(f"{name!r} is a mixture, not a task; its tasks: "
                                 f"p3data list --mixture {name}")
+        self._check_unavailable("task", name)
         raise NotFoundError.unknown("task", name, self.tasks, listed_by=LISTED_BY)
 
     def mixture(self, name: str) -> MixtureDef:
         """The mixture called `name`, or the one error for a mixture that is not defined."""
         spec = self.mixtures.get(name)
         if spec is None:
+            self._check_unavailable("mixture", name)
             raise NotFoundError.unknown("mixture", name, self.mixtures,
                                         listed_by=MIXTURES_LISTED_BY, setting="tasks")
         return spec
@@ -170,7 +195,12 @@ class TaskSet:
                 raise P3DataError(f"the {kind} {twice!r} is defined by the collections "
                                   f"{owner!r} and {collection!r}; rename one of them")
         return TaskSet({**self.tasks, **part.tasks}, {**self.mixtures, **part.mixtures},
-                       {**self.parts, collection: part})
+                       {**self.parts, collection: part}, self.unavailable)
+
+    def lacking(self, collection: str, why: CollectionUnavailable) -> TaskSet:
+        """This set, knowing that `collection` could not load, and why."""
+        return TaskSet(self.tasks, self.mixtures, self.parts,
+                       {**self.unavailable, collection: why})
 
 
 def matching(names: Iterable[str], patterns: Sequence[str]) -> list[str]:
@@ -215,11 +245,20 @@ def in_order(collections: Mapping[str, Collection],
     return ordered
 
 
-def define(collections: Iterable[Collection]) -> TaskSet:
-    """The task set of `collections`, each defined over those before it."""
+def define(collections: Iterable[Collection], *, optional: bool = False) -> TaskSet:
+    """The task set of `collections`, each defined over those before it. `optional`: a
+    collection that cannot load (`CollectionUnavailable`), or requires one that cannot, is left
+    out and its reason kept (`TaskSet.unavailable`); else its reason is the error."""
     taskset = TaskSet()
     for collection in collections:
-        taskset = taskset.adding(collection.name, collection.define(taskset))
+        try:
+            if missing := [name for name in collection.requires if name in taskset.unavailable]:
+                raise taskset.unavailable[missing[0]]
+            taskset = taskset.adding(collection.name, collection.define(taskset))
+        except CollectionUnavailable as why:
+            if not optional:
+                raise
+            taskset = taskset.lacking(collection.name, why)
     return taskset
 
 
@@ -230,9 +269,11 @@ def load_definitions(collections: Iterable[str] | None = None) -> TaskSet:
     template, splits, rate cap), `.mixtures` a mixture name to its spec; `.task(name)` and
     `.mixture(name)` look one up or raise `NotFoundError` naming close matches; `.select`
     chooses as `p3data cache --mixture/--tasks` does. Reads package data only: no rows, no
-    vocabulary, no seqio. A set without any task is an error, never an empty registry."""
+    vocabulary, no seqio. A set without any task is an error, never an empty registry. Without
+    `collections`, one that cannot load here (xP3's without its templates) is left out and
+    names it would define say why; a named one that cannot load is the error."""
     ordered = in_order(installed_collections(), collections)
-    taskset = define(ordered)
+    taskset = define(ordered, optional=collections is None)
     if not taskset.tasks:
         names = ", ".join(collection.name for collection in ordered) or "none"
         raise P3DataError(f"the task collections chosen ({names}) define no task")

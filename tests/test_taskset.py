@@ -19,6 +19,7 @@ from p3data.datasets.catalog import Catalog
 from p3data.errors import NotFoundError, P3DataError
 from p3data.fewshot import VariantSpec
 from p3data.taskset import (
+    CollectionUnavailable,
     Contribution,
     TaskSet,
     define,
@@ -26,15 +27,26 @@ from p3data.taskset import (
     installed_collections,
     load_definitions,
 )
+from p3data.templates.install import ENV_HOME
 
 
 @pytest.fixture(scope="module")
-def definitions() -> TaskSet:
+def no_templates_home(tmp_path_factory) -> Path:
+    """A P3DATA_HOME without xP3's templates, for the module: its collections cannot load."""
+    with pytest.MonkeyPatch.context() as patch:
+        home = tmp_path_factory.mktemp("no_templates_home")
+        patch.setenv(ENV_HOME, str(home))
+        yield home
+
+
+@pytest.fixture(scope="module")
+def definitions(no_templates_home) -> TaskSet:
     return load_definitions()
 
 
 def test_every_collection_is_in_the_one_set(definitions):
     assert list(definitions.parts) == ["t0", "fewshot"]
+    assert list(definitions.unavailable) == ["xp3", "xp3mt"]
     assert len(definitions.tasks) == 983 + 3932 and len(definitions.mixtures) == 8 + 6
     assert set(installed_collections()) >= {"t0", "fewshot"}
     assert [c.name for c in in_order(installed_collections(), ["fewshot"])] == ["t0", "fewshot"]
@@ -132,6 +144,45 @@ def test_a_collection_adds_tasks_and_mixtures_and_a_name_twice_is_one_line():
     loop = {"a": Toy(name="a", requires=("b",)), "b": Toy(name="b", requires=("a",))}
     with pytest.raises(P3DataError, match="require each other: a -> b -> a"):
         in_order(loop)
+
+
+@dataclass(frozen=True)
+class Unloadable:
+    """A collection that cannot load here, saying why."""
+
+    name: str = "later"
+    requires: tuple[str, ...] = ()
+
+    def define(self, base: TaskSet) -> Contribution:
+        raise CollectionUnavailable("later's files are missing: run `get later`",
+                                    claims=r"later(_.*)?")
+
+
+def test_a_collection_that_cannot_load_says_why_for_its_names(definitions):
+    """Every command works with the collections that load; a name another would define, or
+    asking for it by name, gives its one-line reason."""
+    install = r"xp3's templates \(.*\) are not installed in .*: run `p3data templates install xp3`"
+    with pytest.raises(NotFoundError, match=rf"^the task 'xp3_glue_mrpc_equivalent' is the "
+                                            rf"collection 'xp3''s, which cannot load: {install}$"):
+        definitions.task("xp3_glue_mrpc_equivalent")
+    with pytest.raises(NotFoundError, match=r"^the mixture 'xp3mt_sw' is the collection "
+                                            r"'xp3mt''s, which cannot load: .*install xp3mt`$"):
+        definitions.select(["xp3mt_sw"])
+    with pytest.raises(CollectionUnavailable, match=f"^{install}$"):
+        definitions.part("xp3")
+    with pytest.raises(CollectionUnavailable, match=f"^{install}$"):
+        load_definitions(("xp3",))
+    with pytest.raises(NotFoundError, match=r"^unknown task 'xp3mtx'"):
+        definitions.task("xp3mtx")  # a claim matches whole names
+    collections = {**installed_collections(), "later": Unloadable(),
+                   "toy": Toy(requires=("later",))}
+    taskset = define(in_order(collections, ["t0", "later", "toy"]), optional=True)
+    assert list(taskset.parts) == ["t0"] and list(taskset.unavailable) == ["later", "toy"]
+    with pytest.raises(NotFoundError, match="'later_x' is the collection 'later''s, which "
+                                            "cannot load: later's files are missing"):
+        taskset.task("later_x")
+    with pytest.raises(CollectionUnavailable, match="run `get later`"):
+        define(in_order(collections, ["toy"]))
 
 
 def test_a_collection_registers_in_seqio_beside_t0s(t0_tasks):

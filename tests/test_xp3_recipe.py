@@ -1,5 +1,5 @@
-"""xP3's recipe as data (`p3data/xp3/`): its configs, language folders, prompt folders, splits
-and skips, checked against the figures `../shared/reference/xp3.md` derives from
+"""xP3's recipe as data (`p3data/xp3_recipe/`): its configs, language folders, prompt folders,
+splits and skips, checked against the figures `../shared/reference/xp3.md` derives from
 `prepare_xp3_train.py@aa872e7` and the fork's templates, installed from the archives."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 
 from p3data.templates.collection import folder_templates
 from p3data.templates.yaml_io import read_template_file
-from p3data.xp3.languages import BLOOM_LANGUAGES, config_language, template_language
-from p3data.xp3.pairs import PromptPair, prompt_pairs
-from p3data.xp3.recipe import (
+from p3data.xp3_recipe.languages import BLOOM_LANGUAGES, config_language, template_language
+from p3data.xp3_recipe.pairs import PromptPair, prompt_pairs
+from p3data.xp3_recipe.recipe import (
     EVAL_DATASETS_L1,
     EVAL_DATASETS_L2,
     FLORES_LANGUAGES,
@@ -24,7 +24,7 @@ from p3data.xp3.recipe import (
     unique_train_datasets,
     wmt22_configs,
 )
-from p3data.xp3.splits import skipped, train_splits, validation_splits
+from p3data.xp3_recipe.splits import skipped, train_splits, validation_splits
 
 # reference 3.1: xP3's (config, template) pairs by family
 XP3_FAMILIES = {

@@ -33,7 +33,7 @@ from p3data.templates.render import (
 )
 from p3data.templates.sandbox import ENVIRONMENT
 from p3data.templates.yaml_io import read_template_file
-from p3data.xp3.steps import (
+from p3data.xp3_recipe.steps import (
     APPS,
     STEPS,
     WIKI_LINGUA,

@@ -1,4 +1,9 @@
-"""`p3data render`: apply a dataset's templates to rows (.jsonl or .parquet in, JSON Lines out)."""
+"""`p3data render`: apply a dataset's templates to rows (.jsonl or .parquet in, JSON Lines out).
+
+T0's templates by default; `--collection xp3|xp3mt` renders a config of xP3's recipe as its
+tasks do (their templates, dataset step and row rule), named as the recipe spells it
+(`xnli/sw`, `GEM/wiki_lingua/hi_en`).
+"""
 
 from __future__ import annotations
 
@@ -6,29 +11,101 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from p3data.batching import row_batches
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.rows import RowFile
+from p3data.errors import NotFoundError, RowError
+from p3data.t0 import RowStep
+from p3data.taskset import load_definitions
 from p3data.templates import TemplateCollection
-from p3data.templates.render import DatasetRenderer, Dropped
+from p3data.templates.render import RENDER_ERROR, DatasetRenderer, Dropped, Outcome
+
+STEP_DROPPED = "dataset_step"  # the dataset's step (xP3's recipe) dropped the row
 
 
-def run(args: argparse.Namespace) -> int:
+def t0_renderers(args: argparse.Namespace) -> tuple[DatasetKey, list[DatasetRenderer]]:
     key = DatasetKey.parse(args.dataset)
     templates = TemplateCollection.default(args.templates)[key]
     chosen = [templates[name] for name in args.template] if args.template else list(templates)
-    renderer = DatasetRenderer(chosen, seed=args.seed)
-    for err in renderer.broken.values():
+    return key, [DatasetRenderer(chosen, seed=args.seed)]
+
+
+def collection_renderers(args: argparse.Namespace
+                         ) -> tuple[DatasetKey, list[DatasetRenderer], RowStep | None]:
+    """The renderers of the tasks of one config of a collection (`xp3`), one per row rule,
+    and its dataset step."""
+    tasks = load_definitions((args.collection,)).part(args.collection).tasks.values()
+    specs = [spec for spec in tasks if spec.entry.name == args.dataset]
+    if not specs:
+        raise NotFoundError.unknown(f"{args.collection} dataset", args.dataset,
+                                    list(dict.fromkeys(spec.entry.name for spec in tasks)))
+    templates = {spec.template.name: spec for spec in specs}
+    if missing := [name for name in args.template if name not in templates]:
+        raise NotFoundError.unknown(f"template of {args.dataset}", missing[0], templates)
+    chosen = [templates[name] for name in args.template] if args.template else specs
+    rules = list(dict.fromkeys(spec.row_rule for spec in chosen))
+    renderers = [DatasetRenderer([s.template for s in chosen if s.row_rule == rule],
+                                 seed=args.seed, rule=rule) for rule in rules]
+    return specs[0].entry.key, renderers, specs[0].dataset_step
+
+
+def render_rows(renderers: Sequence[DatasetRenderer], rows: Sequence[Mapping[str, Any]],
+                start: int, *, step: RowStep | None, config: str | None,
+                seed: int) -> list[dict[str, Outcome]]:
+    """Per row (numbered from `start`): each template's outcome, after the dataset's step."""
+    names = [name for renderer in renderers for name in renderer.templates]
+    outcomes: list[dict[str, Outcome]] = [{} for _ in rows]
+    kept: dict[int, Mapping[str, Any]] = {}  # offset -> the row the step keeps
+    for offset, row in enumerate(rows):
+        index = start + offset
+        try:
+            stepped = row if step is None else step(row, config=config, index=index, seed=seed)
+        except RowError as err:
+            outcomes[offset] = {name: Dropped(index, RENDER_ERROR, err) for name in names}
+            continue
+        if stepped is None:
+            outcomes[offset] = {name: Dropped(index, STEP_DROPPED) for name in names}
+        else:
+            kept[offset] = stepped
+    for run in _runs(list(kept)):
+        for renderer in renderers:
+            rendered = renderer.render_batch([kept[offset] for offset in run], start + run[0])
+            for name, per_row in rendered.items():
+                for offset, outcome in zip(run, per_row, strict=True):
+                    outcomes[offset][name] = outcome
+    return outcomes
+
+
+def _runs(offsets: list[int]) -> list[list[int]]:
+    """Consecutive offsets grouped, so that each run's rows keep their numbers."""
+    runs: list[list[int]] = []
+    for offset in offsets:
+        if runs and runs[-1][-1] == offset - 1:
+            runs[-1].append(offset)
+        else:
+            runs.append([offset])
+    return runs
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.collection:
+        key, renderers, step = collection_renderers(args)
+    else:
+        (key, renderers), step = t0_renderers(args), None
+    broken = [err for renderer in renderers for err in renderer.broken.values()]
+    for err in broken:
         print(f"error: {err}", file=sys.stderr)
     counts: Counter[str] = Counter()
     start = 0
     for batch in row_batches(RowFile(Path(args.rows)).rows()):
-        outcomes = renderer.render_batch(batch, start)
-        for offset in range(len(batch)):
-            for name, per_row in outcomes.items():
-                outcome = per_row[offset]
+        per_rows = render_rows(renderers, batch, start, step=step, config=key.subset,
+                               seed=args.seed)
+        for per_row in per_rows:
+            for name, outcome in per_row.items():
                 record = {"dataset": key.dataset, "subset": key.subset, "template": name,
                           "row": outcome.index}
                 if isinstance(outcome, Dropped):
@@ -47,9 +124,9 @@ def run(args: argparse.Namespace) -> int:
                 print(json.dumps(record, ensure_ascii=False))
         start += len(batch)
     summary = ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items()))
-    print(f"{start} rows x {len(renderer.templates)} templates: {summary or 'nothing'}",
-          file=sys.stderr)
-    return 1 if renderer.broken else 0
+    templates = sum(len(renderer.templates) for renderer in renderers)
+    print(f"{start} rows x {templates} templates: {summary or 'nothing'}", file=sys.stderr)
+    return 1 if broken else 0
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -57,7 +134,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         "render",
         help="apply a dataset's templates to rows (JSON Lines or parquet in, JSON Lines out)"
     )
-    render.add_argument("dataset", help="DATASET or DATASET/SUBSET, e.g. super_glue/copa")
+    render.add_argument("dataset", help="DATASET or DATASET/SUBSET, e.g. super_glue/copa "
+                        "(with --collection, as the recipe spells it: GEM/wiki_lingua/hi_en)")
+    render.add_argument("--collection", choices=("xp3", "xp3mt"),
+                        help="render as this collection's tasks do (their templates, dataset "
+                             "step and row rule); default: T0's templates")
     render.add_argument("--template", action="append", default=[], metavar="NAME",
                         help="render only this template (repeatable); default: all")
     render.add_argument("--rows", required=True, metavar="FILE",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from itertools import permutations
 
-from p3data.xp3.languages import ds_to_lang
+from p3data.xp3_recipe.languages import ds_to_lang
 
 Config = tuple[str, str | None]  # (dataset, config); None where the dataset has no configs
 

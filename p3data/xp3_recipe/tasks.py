@@ -1,0 +1,107 @@
+"""xP3's and xP3mt's tasks and mixtures, from the recipe's pairs (`pairs.prompt_pairs`).
+
+One task per pair, named `<set>_<dataset>_<config>_<template>` and cleaned like T0's names
+(`xp3_glue_mrpc_equivalent`, `xp3mt_xnli_sw_...`): its catalog entry (xP3's catalog, T0's for the
+English datasets), the template of its prompt folder, the recipe's training splits (less those
+`splits.SKIP_PROMPTS` skips for the template) mapped to themselves, the row rule of its language
+folder (`XP3Rule(strip_connection=False)` for `code` only) and its dataset's step.
+
+Mixtures: `<set>` (every task) and `<set>_<language>` per language folder, weighed by a cap:
+PLACEHOLDER, the recipe's 100,000 examples per (config, split, template) summed over the
+task's training splits, each split's catalog size when smaller (an unknown size counts as the
+cap). The recipe concatenates what it keeps, so the real rate is the examples a build keeps,
+which only a built cache knows.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from p3data.datasets.catalog import CATALOG_FILE, XP3_CATALOG_FILE, Catalog, read_catalog_file
+from p3data.errors import P3DataError
+from p3data.t0 import TaskSpec, task_name
+from p3data.taskset import Contribution
+from p3data.templates import Template
+from p3data.templates.collection import folder_templates
+from p3data.templates.render import XP3Rule
+from p3data.xp3_recipe.pairs import PromptPair, prompt_pairs
+from p3data.xp3_recipe.splits import skipped, train_splits
+from p3data.xp3_recipe.steps import STEPS
+
+CAP_PER_SPLIT = 100_000  # the recipe's MAX_EXAMPLES_PER_DATASET_PROMPT, per split and template
+CODE = "code"  # the language folder whose templates keep the connection (`strip_connection`)
+RATE_RULE = (f"placeholder: the recipe's cap of {CAP_PER_SPLIT:,} per training split, or the "
+             "split's catalog size when smaller")
+
+
+@functools.cache
+def xp3_catalog() -> Catalog:
+    """T0's bundled catalog (xP3's English datasets) and xP3's, read once."""
+    return Catalog([*read_catalog_file(CATALOG_FILE, validate=False),
+                    *read_catalog_file(XP3_CATALOG_FILE, validate=False)])
+
+
+def placeholder_cap(sizes: Iterable[int | None]) -> int:
+    """The cap-based placeholder rate of a task whose training splits have `sizes`."""
+    return sum(CAP_PER_SPLIT if size is None else min(size, CAP_PER_SPLIT) for size in sizes)
+
+
+@dataclass(frozen=True)
+class CapMixture:
+    """An xP3 mixture, each task weighed by its cap (`RATE_RULE`)."""
+
+    name: str
+    tasks: tuple[str, ...]
+    rate_by_cap: bool = True
+    rate_rule: str = RATE_RULE
+
+    def share(self, task: TaskSpec) -> int:
+        return 1
+
+    def rate(self, task: TaskSpec, examples: int | None = None) -> int:
+        return task.cap
+
+
+def pair_task(set_name: str, pair: PromptPair, catalog: Catalog, templates: Path) -> TaskSpec:
+    """The task of one pair of the recipe."""
+    entry = catalog.get(pair.dataset, pair.config)
+    splits = [split for split in train_splits(pair.dataset, pair.config, list(entry.splits))
+              if not skipped(pair.prompt_folder, split, pair.template)]
+    return TaskSpec(
+        f"{set_name}_" + task_name(pair.dataset, pair.config, pair.template),
+        entry,
+        _folder_templates(templates, pair.prompt_folder)[pair.template],
+        {split: split for split in splits},
+        cap=placeholder_cap(entry.splits[split] for split in splits),
+        row_rule=XP3Rule(strip_connection=pair.language != CODE),
+        dataset_step=STEPS.get(pair.dataset),
+    )
+
+
+@functools.cache
+def _folder_templates(templates: Path, folder: str) -> dict[str, Template]:
+    """`folder_templates`, read once per process (the pairs and their tasks both ask)."""
+    return folder_templates(templates, folder)
+
+
+def define(set_name: str, templates: Path, catalog: Catalog) -> Contribution:
+    """The tasks of every pair the recipe builds for `set_name` with at least one training
+    split, and the mixtures `<set>` and `<set>_<language>`."""
+    tasks: dict[str, TaskSpec] = {}
+    languages: dict[str, list[str]] = {}
+    for pair in prompt_pairs(set_name, templates, read=_folder_templates):
+        spec = pair_task(set_name, pair, catalog, templates)
+        if not spec.split_mapping:
+            continue  # every training split skipped for this template: the recipe writes none
+        if spec.name in tasks:
+            raise P3DataError(f"{set_name}: {pair.prompt_folder}'s template {pair.template!r} "
+                              f"makes the task name {spec.name!r} a second time")
+        tasks[spec.name] = spec
+        languages.setdefault(pair.language, []).append(spec.name)
+    mixtures = {set_name: CapMixture(set_name, tuple(tasks))}
+    for language, names in sorted(languages.items()):
+        mixtures[f"{set_name}_{language}"] = CapMixture(f"{set_name}_{language}", tuple(names))
+    return Contribution(tasks, mixtures)
