@@ -109,10 +109,16 @@ def _child(request: dict) -> None:
 
 def serve() -> None:
     """Import once, then fork a child per request line; reply its pid, then its exit code."""
+    import logging
+
     import apache_beam  # noqa: F401 - the start-up every command would pay
 
     import p3data.cli  # noqa: F401
 
+    # Beam logs a warning as it is imported, which gives the root logger a handler: a new
+    # process has none until p3data's console is configured (before it imports Beam).
+    logging.root.handlers.clear()
+    logging.root.setLevel(logging.WARNING)
     for line in sys.stdin:
         pid = os.fork()
         if pid == 0:
