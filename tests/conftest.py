@@ -42,6 +42,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable
 
 
+def pytest_xdist_node_collection_finished(node, ids: list[str]) -> None:
+    """xdist's loadgroup names a grouped test `<id>@<group>`, and every test here has a group:
+    a test without it would run on any worker, as every test does under a pytest that ignores
+    the name xdist sets."""
+    if node.config.getoption("dist") == "loadgroup" and ids and "@" not in ids[0]:
+        pytest.exit(f"xdist did not group {ids[0]}: this pytest and pytest-xdist do not work "
+                    "together (constraints.txt pins both)", returncode=4)
+
+
 @pytest.fixture
 def template_dir(tmp_path: Path) -> Path:
     return tmp_path / "templates"

@@ -19,9 +19,6 @@ import pytest
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.vocab import SAMPLE_VOCAB
 
-# The snippets run in order in one folder: one worker (a marker set here, where xdist reads it).
-pytestmark = pytest.mark.xdist_group("demo_cache")
-
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Training with any stack"
 TRAINING_DOC = "docs/training.md"
