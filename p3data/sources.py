@@ -29,7 +29,6 @@ from p3data.batching import batched
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.shards import RowStore, Shard
 from p3data.datasets.stores import open_store
-from p3data.errors import RowError
 from p3data.fewshot import FewshotSettings, VariantSpec
 from p3data.fewshot.pool import ExemplarPool, build_pool, pool_source
 from p3data.fewshot.prompter import FewshotPrompter
@@ -43,17 +42,18 @@ from p3data.format.features import (
     Feature,
     source_features,
 )
-from p3data.t0 import RowStep
 from p3data.templates import Template
 from p3data.templates.render import (
-    RENDER_ERROR,
+    STEP_DROPPED,
     T0_RULE,
     CompiledTemplate,
     Dropped,
     Outcome,
     Rendered,
     RowRule,
+    RowStep,
     prepare_row,
+    stepped,
 )
 from p3data.tokenize import Tokenizer
 from p3data.vocab import EXTRA_IDS, read_vocabulary, vocabulary_path
@@ -149,14 +149,10 @@ class PromptedSource(seqio.DataSource):
 
     def _outcome(self, row: dict, index: int) -> Outcome | None:
         """The row's render; None for a row the dataset step drops."""
-        if self.step is not None:
-            try:
-                row = self.step(row, config=self.entry.subset, index=index, seed=self.seed)
-            except RowError as err:
-                return Dropped(index, RENDER_ERROR, err)
-            if row is None:
-                return None
-        return self.compiled.render_prepared(prepare_row(row), index)
+        kept = stepped(row, self.step, config=self.entry.subset, index=index, seed=self.seed)
+        if isinstance(kept, Dropped):
+            return None if kept.reason == STEP_DROPPED else kept
+        return self.compiled.render_prepared(prepare_row(kept), index)
 
     def _renders(self, store: RowStore, split: str,
                  shards: list[Shard]) -> Iterator[tuple[dict, Rendered]]:

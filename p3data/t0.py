@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog, DatasetEntry
 from p3data.templates import Template, TemplateCollection
 from p3data.templates.collection import damaged, promptsource_dir
-from p3data.templates.render import T0_RULE, RowRule
+from p3data.templates.render import T0_RULE, RowRule, RowStep
 
 if TYPE_CHECKING:
     from p3data.taskset import TaskSet
@@ -60,11 +60,6 @@ TRAIN_SCORE_EVAL_FAILED = {DatasetKey("amazon_polarity"), DatasetKey("dbpedia_14
 # t-zero's TASK_BLACKLIST names no task that exists at promptsource 0.1.0, so it is not needed.
 # In T0's datasets.csv (and the bundled catalog), without templates in promptsource 0.1.0.
 WITHOUT_TEMPLATES = frozenset({DatasetKey("jigsaw_toxicity_pred")})
-
-
-# A dataset's step on each row before templating: (row, *, config, index, seed) -> the row to
-# render, or None to drop it (xP3's `xp3_recipe.steps.STEPS`; T0's tasks have none).
-RowStep = Callable[..., "dict[str, Any] | None"]
 
 
 def task_clean(text: str) -> str:

@@ -18,13 +18,10 @@ from typing import Any
 from p3data.batching import row_batches
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.rows import RowFile
-from p3data.errors import NotFoundError, RowError
-from p3data.t0 import RowStep
+from p3data.errors import NotFoundError
 from p3data.taskset import load_definitions
 from p3data.templates import TemplateCollection
-from p3data.templates.render import RENDER_ERROR, DatasetRenderer, Dropped, Outcome
-
-STEP_DROPPED = "dataset_step"  # the dataset's step (xP3's recipe) dropped the row
+from p3data.templates.render import DatasetRenderer, Dropped, Outcome, RowStep, stepped
 
 
 def t0_renderers(args: argparse.Namespace) -> tuple[DatasetKey, list[DatasetRenderer]]:
@@ -61,16 +58,11 @@ def render_rows(renderers: Sequence[DatasetRenderer], rows: Sequence[Mapping[str
     outcomes: list[dict[str, Outcome]] = [{} for _ in rows]
     kept: dict[int, Mapping[str, Any]] = {}  # offset -> the row the step keeps
     for offset, row in enumerate(rows):
-        index = start + offset
-        try:
-            stepped = row if step is None else step(row, config=config, index=index, seed=seed)
-        except RowError as err:
-            outcomes[offset] = {name: Dropped(index, RENDER_ERROR, err) for name in names}
-            continue
-        if stepped is None:
-            outcomes[offset] = {name: Dropped(index, STEP_DROPPED) for name in names}
+        row = stepped(row, step, config=config, index=start + offset, seed=seed)
+        if isinstance(row, Dropped):
+            outcomes[offset] = dict.fromkeys(names, row)
         else:
-            kept[offset] = stepped
+            kept[offset] = row
     for run in _runs(list(kept)):
         for renderer in renderers:
             rendered = renderer.render_batch([kept[offset] for offset in run], start + run[0])

@@ -20,7 +20,7 @@ exceed a limit on work or size is dropped with a `RenderLimitError` naming the l
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -51,6 +51,11 @@ EMPTY_TARGETS = "empty_targets"
 # An exception that made xP3's recipe drop the whole (config, split, template) file, not only
 # the row (any but a ValueError): the caller chooses which to drop, and counts it.
 TEMPLATE_SPLIT_ERROR = "template_split_error"
+STEP_DROPPED = "dataset_step"  # the dataset's step (xP3's recipe) keeps no such row
+
+# A dataset's step on each row before templating: (row, *, config, index, seed) -> the row to
+# render, or None to drop it (xP3's `xp3_recipe.steps.STEPS`; T0's tasks have none).
+RowStep = Callable[..., "dict[str, Any] | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +78,19 @@ class Dropped:
 
 
 Outcome = Rendered | Dropped
+
+
+def stepped(row: Mapping[str, Any], step: RowStep | None, *, config: str | None, index: int,
+            seed: int) -> Mapping[str, Any] | Dropped:
+    """The row after its dataset's step, or why it yields no example: the step drops it
+    (`STEP_DROPPED`), or fails on it (`RENDER_ERROR`, naming the row)."""
+    if step is None:
+        return row
+    try:
+        kept = step(row, config=config, index=index, seed=seed)
+    except RowError as err:
+        return Dropped(index, RENDER_ERROR, err)
+    return Dropped(index, STEP_DROPPED) if kept is None else kept
 
 
 def prepare_row(row: Mapping[str, Any]) -> dict[str, Any]:
