@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from pathlib import Path
@@ -11,6 +12,11 @@ import pytest
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.stores import ENV_DATA_DIR
 from p3data.vocab import SAMPLE_VOCAB, set_vocabulary
+
+# No test, and no process a test starts, probes GCE's metadata server (169.254.169.254):
+# google-auth reads this once, as it is imported, so it is set before anything imports it
+# (the command server's Beam does, before any test's GCS environment is in place).
+os.environ["NO_GCE_CHECK"] = "true"
 
 # The tiers (docs/testing.md): a test that uses one of these fixtures carries its marker, and
 # every test marked `env`, `trainer`, `crash` or `server` is `slow` (`make test-fast` skips them).

@@ -5,7 +5,9 @@ A test worker starts one server process that imports p3data's command line and B
 command it forks a child, which takes the test's arguments, environment and folder, writes
 its output to files and exits with the command's exit code, as the `p3data` executable would
 (`sys.argv[0]` is that executable, exit handlers run). Only what the server imported is
-shared, before any command ran: every command starts from the state a new process has.
+shared, before any command ran: every command starts from the state a new process has, but
+for what those imports read from the environment as the server started (google-auth's
+NO_GCE_CHECK: tests/conftest.py sets it for every process).
 
     run_p3data(["cache", ...], env=..., cwd=..., timeout=...) -> subprocess.CompletedProcess
 
