@@ -40,6 +40,7 @@ from p3data.format.features import (
     NUM_SHOTS,
     TARGETS,
     Feature,
+    carries_choices,
     source_features,
 )
 from p3data.templates import Template
@@ -95,6 +96,10 @@ class PromptedSource(seqio.DataSource):
     def supports_arbitrary_sharding(self) -> bool:
         return False
 
+    @property
+    def with_choices(self) -> bool:
+        return carries_choices(self.template, self.rule)
+
     @cached_property
     def compiled(self) -> CompiledTemplate:
         return CompiledTemplate(self.template, self.seed, rule=self.rule)
@@ -108,7 +113,7 @@ class PromptedSource(seqio.DataSource):
 
     @property
     def output_signature(self) -> dict[str, tf.TensorSpec]:
-        features = source_features(with_choices=self.template.answer_choices is not None)
+        features = source_features(with_choices=self.with_choices)
         return {name: tf.TensorSpec(feature.shape, tf_dtype(feature))
                 for name, feature in features.items()}
 
@@ -140,7 +145,7 @@ class PromptedSource(seqio.DataSource):
         return dataset
 
     def _examples(self, store: RowStore, split: str, shards: list[Shard]) -> Iterator[dict]:
-        with_choices = self.template.answer_choices is not None
+        with_choices = self.with_choices
         for _, outcome in self._renders(store, split, shards):
             example = {INPUTS: outcome.inputs, TARGETS: outcome.targets}
             if with_choices:
@@ -187,7 +192,7 @@ class FewshotSource(PromptedSource):
 
     @property
     def output_signature(self) -> dict[str, tf.TensorSpec]:
-        features = source_features(with_choices=self.template.answer_choices is not None,
+        features = source_features(with_choices=self.with_choices,
                                    fewshot=True)
         return {name: tf.TensorSpec(feature.shape, tf_dtype(feature))
                 for name, feature in features.items()}
@@ -206,7 +211,7 @@ class FewshotSource(PromptedSource):
         prompter = FewshotPrompter(task=variant.draw_task, split=split, template=self.compiled,
                                    pool=pool, source=source, settings=settings,
                                    tokenizer=tokenizer, long_fields=self.entry.text_lengths)
-        with_choices = self.template.answer_choices is not None
+        with_choices = self.with_choices
         rows_dtype = FEATURES[EXEMPLAR_ROWS].dtype
         for queries in batched(self._renders(store, split, shards)):
             for example in prompter.prompts(queries)[variant.shots]:

@@ -27,6 +27,7 @@ from p3data.errors import NotFoundError, P3DataError
 if TYPE_CHECKING:
     from p3data.datasets.catalog import DatasetEntry
     from p3data.templates import Template
+    from p3data.templates.render import RowRule, RowStep
 
 ENTRY_POINTS = "p3data.collections"
 # A mixture weighed by examples counts a task's examples in this split, whichever split the
@@ -56,6 +57,12 @@ class TaskDef(Protocol):
 
     @property
     def cap(self) -> int: ...  # the task's training rate in mixtures weighed by caps
+
+    @property
+    def row_rule(self) -> RowRule: ...  # how a render becomes an example (T0's: `T0_RULE`)
+
+    @property
+    def dataset_step(self) -> RowStep | None: ...  # on each row before templating (T0's: none)
 
 
 class MixtureDef(Protocol):

@@ -31,7 +31,7 @@ from p3data.fewshot import VariantSpec
 from p3data.fewshot.stats import FewshotStats
 from p3data.format import layout
 from p3data.format.example import encode_entries, wrap_entries
-from p3data.format.features import IDX, task_features
+from p3data.format.features import IDX, carries_choices, task_features
 from p3data.format.index import FRAMING, scan_offsets
 from p3data.format.manifest import SplitRecord
 from p3data.format.shard_format import DEFAULT_SHARD_FORMAT as SHARDS
@@ -51,7 +51,7 @@ OPEN_SHARDS = 64  # output shards a worker writes at once (each an open file)
 def info_features(info: TaskInfo) -> dict[str, dict]:
     """`info.<split>.json` features, as seqio's writer derives them from an example."""
     features = task_features(score_eval=info.spec.score_eval,
-                             with_choices=info.spec.template.answer_choices is not None,
+                             with_choices=carries_choices(info.spec.template, info.spec.row_rule),
                              fewshot=isinstance(info.spec, VariantSpec))
     return {name: feature.info for name, feature in features.items()}
 

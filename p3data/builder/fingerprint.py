@@ -1,7 +1,8 @@
 """What identifies a build: a task's fingerprint (everything its output bytes depend on: code
 and format versions, template, splits, the identity of the rows read, vocabulary, seed,
-sharding, and for a few-shot variant what makes its prompts) and an exemplar pool's. A rerun
-reuses only work whose fingerprint is this run's."""
+sharding, its row rule and dataset step when they are not T0's, and for a few-shot variant
+what makes its prompts) and an exemplar pool's. A rerun reuses only work whose fingerprint is
+this run's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import hashlib
 import json
 
 from p3data import __version__
-from p3data.builder.jobs import CacheConfig
+from p3data.builder.jobs import CacheConfig, rendering_record
 from p3data.fewshot import VariantSpec
 from p3data.fewshot.pool import POOL_FILES
 from p3data.format.manifest import EXEMPLARS, FORMAT_VERSION, PoolRef
@@ -35,6 +36,8 @@ def task_fingerprint(config: CacheConfig, spec: TaskDef, sources: dict) -> str:
         "vocab": config.vocab_sha256, "extra_ids": config.extra_ids,
         "seed": config.seed, "shards": config.shards, "p3_layout": config.p3_layout,
     }
+    if (rendering := rendering_record(spec.row_rule, spec.dataset_step)) is not None:
+        payload["rendering"] = rendering  # xP3's tasks' (T0's tasks have no such key)
     if isinstance(spec, VariantSpec):  # what makes its prompts (T0's tasks have no such key)
         payload["fewshot"] = spec.prompt_record()
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()

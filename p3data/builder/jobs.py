@@ -1,7 +1,7 @@
 """The run's types, at the bottom of the builder: its settings (`CacheConfig`), what it builds
-(`TaskInfo` per task, `SplitJob` per dataset split read, `WorkUnit` per source shard,
-`TaskOutput` per task split), and the whole plan (`CachePlan`). Every stage reads them; they
-import no stage.
+(`TaskInfo` per task, `SplitJob` per dataset split read the same way, `WorkUnit` per source
+shard, `TaskOutput` per task split), and the whole plan (`CachePlan`). Every stage reads them;
+they import no stage.
 """
 
 from __future__ import annotations
@@ -20,7 +20,17 @@ from p3data.format import layout
 from p3data.format.manifest import PoolRef, SplitRecord
 from p3data.taskset import TaskDef
 from p3data.templates import Template
+from p3data.templates.render import T0_RULE, RowRule, RowStep
 from p3data.vocab import EXTRA_IDS
+
+
+def rendering_record(rule: RowRule, step: RowStep | None) -> dict[str, str | None] | None:
+    """How a task's rows become examples, as its fingerprint records it: None for T0's way
+    (T0's row rule, no dataset step), so that T0's fingerprints and work stay as they were."""
+    if rule == T0_RULE and step is None:
+        return None
+    return {"row_rule": repr(rule),
+            "dataset_step": None if step is None else f"{step.__module__}.{step.__qualname__}"}
 
 
 @dataclass(frozen=True)
@@ -31,21 +41,29 @@ class TaskOutput:
     split: str  # the task's split name (ANLI's dev_r1 is the task split "validation")
     template: Template
     score_eval: bool
+    with_choices: bool  # its examples carry the answer choices (`features.carries_choices`)
     fingerprint: str
     variant: VariantOutput | None = None  # a few-shot variant's: how its prompts are made
-
-    @property
-    def with_choices(self) -> bool:
-        return self.template.answer_choices is not None
 
 
 @dataclass(frozen=True)
 class SplitJob:
-    """One pass over a dataset split serves every selected task that reads it."""
+    """One pass over a dataset split serves every selected task that reads it with the same
+    row rule and dataset step (T0's tasks and xP3's over one split are two jobs)."""
 
     entry: DatasetEntry
     source_split: str
     outputs: tuple[TaskOutput, ...]
+    rule: RowRule = T0_RULE
+    step: RowStep | None = None
+
+    @property
+    def rendering(self) -> str:
+        """Empty for T0's way; else a digest of `rendering_record`, which tells apart the
+        units of jobs over the same split."""
+        if (record := rendering_record(self.rule, self.step)) is None:
+            return ""
+        return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True)
@@ -58,9 +76,9 @@ class WorkUnit:
 
     @property
     def name(self) -> str:
-        entry = self.job.entry
+        entry, rendering = self.job.entry, self.job.rendering
         return "__".join([entry.dataset, entry.subset or "", self.job.source_split,
-                          f"{self.index:05d}"])
+                          *([rendering] if rendering else []), f"{self.index:05d}"])
 
     @property
     def rows(self) -> int:

@@ -1,5 +1,6 @@
-"""What a cache run has to do: which tasks, grouped into one job per dataset split, each split
-cut into source shards (the units workers process), and what is already done.
+"""What a cache run has to do: which tasks, grouped into one job per dataset split and way of
+rendering it (row rule, dataset step), each split cut into source shards (the units workers
+process), and what is already done.
 
 Planning runs on the driver. It lists shards (so it touches the data's metadata, not its
 rows) and fingerprints everything the output depends on, so reruns reuse only matching work.
@@ -44,8 +45,10 @@ from p3data.fewshot import VariantSpec
 from p3data.fewshot.pool import pool_source
 from p3data.format import layout
 from p3data.format.cache_folder import is_complete, splits_present
+from p3data.format.features import carries_choices
 from p3data.format.manifest import EXEMPLARS, Manifest, ManifestError, read_manifest
 from p3data.taskset import TaskDef
+from p3data.templates.render import RowRule, RowStep
 
 
 def _earlier_build(config: CacheConfig, spec: TaskDef, folder: str) -> Manifest | None:
@@ -147,15 +150,17 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
             plan.tasks[spec.name] = info
     pools = []
     for (key, source_split), pairs in readers.items():
-        outputs = tuple(
-            TaskOutput(spec.name, split, spec.template, spec.score_eval,
-                       plan.tasks[spec.name].fingerprint,
-                       _variant_output(spec, split, plan.tasks[spec.name], listed)
-                       if isinstance(spec, VariantSpec) else None)
-            for spec, split in pairs
-            if spec.name in plan.tasks and split in plan.tasks[spec.name].splits)
-        if outputs:
-            job = SplitJob(pairs[0][0].entry, source_split, outputs)
+        for (rule, step), readers_alike in _by_rendering(pairs).items():
+            outputs = tuple(
+                TaskOutput(spec.name, split, spec.template, spec.score_eval,
+                           carries_choices(spec.template, rule), plan.tasks[spec.name].fingerprint,
+                           _variant_output(spec, split, plan.tasks[spec.name], listed)
+                           if isinstance(spec, VariantSpec) else None)
+                for spec, split in readers_alike
+                if spec.name in plan.tasks and split in plan.tasks[spec.name].splits)
+            if not outputs:
+                continue
+            job = SplitJob(readers_alike[0][0].entry, source_split, outputs, rule, step)
             shards = listed[(key, source_split)][0]
             plan.units += [WorkUnit(job, shard, i, len(shards), _earlier_parts(
                 config, job, i, listing)) for i, shard in enumerate(shards)]
@@ -164,6 +169,16 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
                                          for (k, split), (shards, _) in listed.items()})
     plan.resumed = {unit.name for unit in plan.units if _unit_done(config, unit, listing)}
     return plan
+
+
+def _by_rendering(pairs: list[tuple[TaskDef, str]]
+                  ) -> dict[tuple[RowRule, RowStep | None], list[tuple[TaskDef, str]]]:
+    """A dataset split's (task, task split) readers by how their rows become examples (row
+    rule, dataset step): a job renders its rows one way."""
+    groups: dict[tuple[RowRule, RowStep | None], list[tuple[TaskDef, str]]] = {}
+    for spec, split in pairs:
+        groups.setdefault((spec.row_rule, spec.dataset_step), []).append((spec, split))
+    return groups
 
 
 def _list_splits(config: CacheConfig, users: dict[tuple[DatasetKey, str], list[TaskDef]],

@@ -1,5 +1,6 @@
-"""Stage 1: one source shard of one dataset split, rendered by every selected template once,
-tokenized in batches, written as one part per task.
+"""Stage 1: one source shard of one dataset split, each row through the job's dataset step
+(xP3's) then rendered by every selected template once under the job's row rule, tokenized in
+batches, written as one part per task. A row the step drops keeps its number.
 
 A `_score_eval` twin reuses its base template's render and token ids: one example per answer
 choice, `is_correct` = choice == gold target, `weight` 1.0, as T0's rank classification did.
@@ -70,7 +71,8 @@ def process_unit(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer) -> b
 def _render_shard(config: CacheConfig, unit: WorkUnit, *, tokenizer: Tokenizer,
                   outputs: list[TaskOutput], metas: dict[str, work.PartMeta]) -> None:
     job = unit.job
-    renderer = DatasetRenderer({o.template.id: o.template for o in outputs}.values(), config.seed)
+    renderer = DatasetRenderer({o.template.id: o.template for o in outputs}.values(), config.seed,
+                               rule=job.rule, step=job.step, config=job.entry.subset)
     rendered = [o for o in outputs if o.template.name not in renderer.broken]
     encoder = EntryEncoder(tokenizer)
     variants = VariantWriter(config, [o for o in rendered if o.variant is not None],

@@ -21,7 +21,7 @@ from p3data.datasets.rows import RowFile
 from p3data.errors import NotFoundError
 from p3data.taskset import load_definitions
 from p3data.templates import TemplateCollection
-from p3data.templates.render import DatasetRenderer, Dropped, Outcome, RowStep, stepped
+from p3data.templates.render import DatasetRenderer, Dropped, Outcome
 
 
 def t0_renderers(args: argparse.Namespace) -> tuple[DatasetKey, list[DatasetRenderer]]:
@@ -31,10 +31,9 @@ def t0_renderers(args: argparse.Namespace) -> tuple[DatasetKey, list[DatasetRend
     return key, [DatasetRenderer(chosen, seed=args.seed)]
 
 
-def collection_renderers(args: argparse.Namespace
-                         ) -> tuple[DatasetKey, list[DatasetRenderer], RowStep | None]:
+def collection_renderers(args: argparse.Namespace) -> tuple[DatasetKey, list[DatasetRenderer]]:
     """The renderers of the tasks of one config of a collection (`xp3`), one per row rule,
-    and its dataset step."""
+    each with the config's dataset step."""
     tasks = load_definitions((args.collection,)).part(args.collection).tasks.values()
     specs = [spec for spec in tasks if spec.entry.name == args.dataset]
     if not specs:
@@ -45,58 +44,33 @@ def collection_renderers(args: argparse.Namespace
         raise NotFoundError.unknown(f"template of {args.dataset}", missing[0], templates)
     chosen = [templates[name] for name in args.template] if args.template else specs
     rules = list(dict.fromkeys(spec.row_rule for spec in chosen))
+    key = specs[0].entry.key
     renderers = [DatasetRenderer([s.template for s in chosen if s.row_rule == rule],
-                                 seed=args.seed, rule=rule) for rule in rules]
-    return specs[0].entry.key, renderers, specs[0].dataset_step
+                                 seed=args.seed, rule=rule, step=specs[0].dataset_step,
+                                 config=key.subset) for rule in rules]
+    return key, renderers
 
 
 def render_rows(renderers: Sequence[DatasetRenderer], rows: Sequence[Mapping[str, Any]],
-                start: int, *, step: RowStep | None, config: str | None,
-                seed: int) -> list[dict[str, Outcome]]:
-    """Per row (numbered from `start`): each template's outcome, after the dataset's step."""
-    names = [name for renderer in renderers for name in renderer.templates]
+                start: int) -> list[dict[str, Outcome]]:
+    """Per row (numbered from `start`): each template's outcome."""
     outcomes: list[dict[str, Outcome]] = [{} for _ in rows]
-    kept: dict[int, Mapping[str, Any]] = {}  # offset -> the row the step keeps
-    for offset, row in enumerate(rows):
-        row = stepped(row, step, config=config, index=start + offset, seed=seed)
-        if isinstance(row, Dropped):
-            outcomes[offset] = dict.fromkeys(names, row)
-        else:
-            kept[offset] = row
-    for run in _runs(list(kept)):
-        for renderer in renderers:
-            rendered = renderer.render_batch([kept[offset] for offset in run], start + run[0])
-            for name, per_row in rendered.items():
-                for offset, outcome in zip(run, per_row, strict=True):
-                    outcomes[offset][name] = outcome
+    for renderer in renderers:
+        for name, per_row in renderer.render_each(rows, start):
+            for offset, outcome in enumerate(per_row):
+                outcomes[offset][name] = outcome
     return outcomes
 
 
-def _runs(offsets: list[int]) -> list[list[int]]:
-    """Consecutive offsets grouped, so that each run's rows keep their numbers."""
-    runs: list[list[int]] = []
-    for offset in offsets:
-        if runs and runs[-1][-1] == offset - 1:
-            runs[-1].append(offset)
-        else:
-            runs.append([offset])
-    return runs
-
-
 def run(args: argparse.Namespace) -> int:
-    if args.collection:
-        key, renderers, step = collection_renderers(args)
-    else:
-        (key, renderers), step = t0_renderers(args), None
+    key, renderers = collection_renderers(args) if args.collection else t0_renderers(args)
     broken = [err for renderer in renderers for err in renderer.broken.values()]
     for err in broken:
         print(f"error: {err}", file=sys.stderr)
     counts: Counter[str] = Counter()
     start = 0
     for batch in row_batches(RowFile(Path(args.rows)).rows()):
-        per_rows = render_rows(renderers, batch, start, step=step, config=key.subset,
-                               seed=args.seed)
-        for per_row in per_rows:
+        for per_row in render_rows(renderers, batch, start):
             for name, outcome in per_row.items():
                 record = {"dataset": key.dataset, "subset": key.subset, "template": name,
                           "row": outcome.index}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from p3data import t0
-from p3data.format.features import task_features
+from p3data.format.features import carries_choices, task_features
 from p3data.tables import text_table
 from p3data.taskset import MixtureDef, TaskDef
 
@@ -37,7 +37,7 @@ def show_task(args: argparse.Namespace) -> int:
     variant = spec if isinstance(spec, VariantSpec) else None
     template, entry = spec.template, spec.entry
     features = task_features(score_eval=spec.score_eval,
-                             with_choices=template.answer_choices is not None,
+                             with_choices=carries_choices(template, spec.row_rule),
                              fewshot=variant is not None)
     print(f"task:      {spec.name}")
     print(f"dataset:   {entry.name}  (catalog: {entry.source})")

@@ -20,6 +20,7 @@ from p3data.errors import P3DataError
 from p3data.fewshot.settings import LABEL_PATTERN, FewshotSettings
 from p3data.t0 import TRAINING_MIXTURES, MixtureSpec, T0Definitions, TaskSpec
 from p3data.templates import Template
+from p3data.templates.render import RowRule, RowStep
 
 if TYPE_CHECKING:
     from p3data.taskset import TaskSet
@@ -85,6 +86,14 @@ class VariantSpec:
     def cap(self) -> int:
         """Its task's T0 cap: a variant mixture rates it at a share of that."""
         return self.base.cap
+
+    @property
+    def row_rule(self) -> RowRule:
+        return self.base.row_rule
+
+    @property
+    def dataset_step(self) -> RowStep | None:
+        return self.base.dataset_step
 
     @property
     def draw_task(self) -> str:

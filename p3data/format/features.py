@@ -2,7 +2,8 @@
 the sources' TF signatures, the encoders' names and `p3data show` all derive from it.
 
 Three kinds of task carry them: a plain prompted task (`inputs`, `targets` and their texts),
-one whose template has answer choices (plus `answer_choices`), and a `_score_eval` twin
+one whose template has answer choices its row rule keeps (plus `answer_choices`: T0's rule
+keeps them, xP3's never does, `carries_choices`), and a `_score_eval` twin
 (one example per answer choice: plus `idx`, `is_correct`, `weight`, no `answer_choices`).
 A few-shot variant of any of them (`p3data.fewshot`) adds `num_shots` and `exemplar_rows`,
 so anyone can audit which exemplars it shows; T0's own tasks never carry them.
@@ -11,6 +12,11 @@ so anyone can audit which exemplars it shows; T0's own tasks never carry them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from p3data.templates import Template
+    from p3data.templates.render import RowRule
 
 INPUTS, TARGETS = "inputs", "targets"
 INPUTS_TEXT, TARGETS_TEXT = "inputs_pretokenized", "targets_pretokenized"
@@ -53,6 +59,12 @@ FEATURES = {feature.name: feature for feature in (
 )}
 FEWSHOT_FEATURES = (NUM_SHOTS, EXEMPLAR_ROWS)
 TOKEN_FEATURES = {name: f for name, f in FEATURES.items() if f.add_eos is not None}
+
+
+def carries_choices(template: Template, rule: RowRule) -> bool:
+    """Whether a task's examples carry `answer_choices`: its template has some and its row
+    rule keeps them."""
+    return template.answer_choices is not None and rule.keeps_choices
 
 
 def task_features(*, score_eval: bool, with_choices: bool,

@@ -59,7 +59,7 @@ class PoolRef:
 class SplitRecord:
     rows_read: int
     rows_kept: int
-    dropped: dict[str, int]  # rows T0's row rule leaves out, per reason (not errors)
+    dropped: dict[str, int]  # rows the row rule (or xP3's dataset step) leaves out, per reason
     render_errors: int  # rows that failed to render
     errors: list[str]  # the first few render errors, verbatim
     schema: dict[str, int]  # rows per schema mismatch category

@@ -120,6 +120,7 @@ class T0Rule:
     failure drops the row."""
 
     lenient_jinja: ClassVar[bool] = False  # a name the row lacks fails (p3data's sandbox)
+    keeps_choices: ClassVar[bool] = True  # its examples carry the template's answer choices
 
     def outcome(self, text: str, index: int, choices: list[str] | None) -> Outcome:
         parts = text.split(SEPARATOR)
@@ -152,6 +153,7 @@ class XP3Rule:
 
     strip_connection: bool = True
     lenient_jinja: ClassVar[bool] = True
+    keeps_choices: ClassVar[bool] = False
 
     def outcome(self, text: str, index: int, choices: list[str] | None) -> Outcome:
         parts = [_unprotect(part) for part in text.split(SEPARATOR)]
@@ -326,13 +328,16 @@ LIMIT_STRIKES = 10
 
 
 class DatasetRenderer:
-    """All templates of one dataset over one stream of rows: each row is prepared once.
+    """All templates of one dataset (config `config`) over one stream of rows: each row is
+    passed through the dataset's `step` and prepared once.
 
     `broken` holds the templates that cannot render: those that do not compile, and those
     taken out after exceeding their limits on each of their first LIMIT_STRIKES rows.
     """
 
-    def __init__(self, templates: Iterable[Template], seed: int = 0, *, rule: RowRule = T0_RULE):
+    def __init__(self, templates: Iterable[Template], seed: int = 0, *, rule: RowRule = T0_RULE,
+                 step: RowStep | None = None, config: str | None = None):
+        self.seed, self.step, self.config = seed, step, config
         self.templates: dict[str, CompiledTemplate] = {}
         self.broken: dict[str, TemplateError] = {}
         self._strikes: dict[str, int] = {}  # limit errors before any other outcome
@@ -354,15 +359,22 @@ class DatasetRenderer:
         self, rows: Sequence[Mapping[str, Any]], start: int = 0
     ) -> Iterator[tuple[str, list[Outcome]]]:
         """`render_batch`'s outcomes a template at a time: a caller that writes each before
-        the next holds one template's prompts, not those of all ~10."""
-        prepared = [prepare_row(row) for row in rows]
+        the next holds one template's prompts, not those of all ~10. A row the step drops (or
+        fails on) is its `Dropped` for every template."""
+        prepared = [row if isinstance(row, Dropped) else prepare_row(row) for row in (
+            stepped(row, self.step, config=self.config, index=start + i, seed=self.seed)
+            for i, row in enumerate(rows))]
         for name in list(self.templates):
             yield name, self._render(name, prepared, start)
 
-    def _render(self, name: str, prepared: list[dict[str, Any]], start: int) -> list[Outcome]:
+    def _render(self, name: str, prepared: list[dict[str, Any] | Dropped],
+                start: int) -> list[Outcome]:
         compiled = self.templates[name]
         outcomes: list[Outcome] = []
         for i, row in enumerate(prepared):
+            if isinstance(row, Dropped):  # the step's: no render, no strike
+                outcomes.append(row)
+                continue
             outcome = compiled.render_prepared(row, start + i)
             outcomes.append(outcome)
             if name in self._strikes:
@@ -372,15 +384,16 @@ class DatasetRenderer:
                 elif (strikes := self._strikes[name] + 1) < LIMIT_STRIKES:
                     self._strikes[name] = strikes
                 else:
-                    return outcomes + self._take_out(name, outcome.error, start + i + 1,
-                                                     len(prepared) - i - 1)
+                    return outcomes + self._take_out(name, outcome.error, prepared[i + 1:],
+                                                     start + i + 1)
         return outcomes
 
-    def _take_out(self, name: str, error: RenderLimitError, first: int,
-                  count: int) -> list[Outcome]:
+    def _take_out(self, name: str, error: RenderLimitError, rest: list[dict[str, Any] | Dropped],
+                  first: int) -> list[Outcome]:
         where = self.templates.pop(name).template.where
         self.broken[name] = TemplateError(
             where, f"taken out after exceeding its limits on each of its first {LIMIT_STRIKES} "
                    f"rows: {error.reason}")
-        return [Dropped(first + k, RENDER_ERROR, RenderLimitError(
-            where, first + k, "not rendered: the template was taken out")) for k in range(count)]
+        return [row if isinstance(row, Dropped) else Dropped(first + k, RENDER_ERROR, (
+            RenderLimitError(where, first + k, "not rendered: the template was taken out")))
+            for k, row in enumerate(rest)]

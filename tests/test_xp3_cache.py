@@ -1,0 +1,267 @@
+"""`p3data cache` builds xP3's tasks as `p3data render --collection` renders them: each row
+through its dataset's step, then the row rule of its language folder, rows numbered as in
+their split; drops counted by reason, in the manifest and the run's summary. T0's tasks over
+the same dataset split are their own jobs, built as they always were."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from helpers.cache import read_examples, run_cache, tree
+
+from p3data.builder import fingerprint
+from p3data.builder.jobs import CacheConfig
+from p3data.datasets.catalog import Catalog
+from p3data.format.manifest import read_manifest
+from p3data.t0 import TaskSpec
+from p3data.taskset import TaskSet, load_definitions
+from p3data.templates import Template
+from p3data.templates.install import ENV_HOME
+from p3data.templates.render import (
+    BLANK,
+    RENDER_ERROR,
+    STEP_DROPPED,
+    TEMPLATE_SPLIT_ERROR,
+    XP3Rule,
+)
+from p3data.xp3_recipe.steps import STEPS
+
+T0_MRPC = "glue_mrpc_equivalent"
+# (collection, config as the recipe spells it) -> its tasks built here
+CONFIGS = {
+    ("xp3mt", "paws-x/es"): ["xp3mt_paws_x_es_paraphrase_task_esmt",  # Spanish prompts
+                             "xp3mt_paws_x_es_Concatenation_esmt"],
+    ("xp3", "codeparrot/apps/all"): ["xp3_codeparrot_apps_all_qsol"],
+    ("xp3", "codeparrot/xlcost-text-to-code/Python-program-level"): [
+        "xp3_codeparrot_xlcost_text_to_code_Python_program_level_solpy"],
+    ("xp3", "GEM/wiki_lingua/en_fr"): ["xp3_GEM_wiki_lingua_en_fr_article_summary_en",
+                                       "xp3_GEM_wiki_lingua_en_fr_tldr_en"],
+    ("xp3", "mlqa/mlqa.es.es"): ["xp3_mlqa_mlqa.es.es_xp3longcontinue"],
+    ("xp3", "glue/mrpc"): ["xp3_glue_mrpc_equivalent"],  # T0's entry, and T0's task beside it
+}
+XP3_TASKS = [task for tasks in CONFIGS.values() for task in tasks]
+
+
+def _paws(i: int) -> dict:
+    return {"id": i, "sentence1": f"La casa {i} es grande.", "sentence2": f"La casa {i} es "
+            "enorme.", "label": i % 2}
+
+
+def _apps(i: int, solutions: list[str] | str) -> dict:
+    return {"problem_id": i, "question": f"Print {i}.", "difficulty": "introductory",
+            "solutions": solutions if isinstance(solutions, str) else json.dumps(solutions),
+            "input_output": "{}", "url": f"https://example.org/{i}", "starter_code": ""}
+
+
+def _wiki(i: int, source: str, target: str) -> dict:
+    return {"gem_id": f"w{i}", "gem_parent_id": f"w{i}", "source_language": source,
+            "target_language": target, "source": f"Article {i}, in {source}.",
+            "target": f"Summary {i}, in {target}.", "references": [f"Summary {i}."]}
+
+
+def _mlqa(i: int, answered: bool) -> dict:
+    context = f"Contexto {i}: el río más largo de España es el Tajo, que pasa por Toledo."
+    answers = ({"answer_start": [40], "text": ["el Tajo"]} if answered
+               else {"answer_start": [], "text": []})
+    return {"id": f"q{i}", "context": context, "question": "¿Cuál es el río más largo?",
+            "answers": answers}
+
+
+# Per dataset folder and split: the rows (apps: a row without solutions among others, so that
+# the seeded pick of each later row shows it keeps its number; several shards of 2 rows).
+ROWS = {
+    ("paws-x", "es"): {split: [_paws(i) for i in range(4)] for split in ("train", "test")},
+    ("codeparrot/apps", "all"): {split: [
+        _apps(0, ["print(0)", "print('0')", "print(str(0))"]), _apps(1, "[]"), _apps(2, ""),
+        *[_apps(i, [f"print({i})", f"print('{i}')", f"x = {i}\nprint(x)", f"print({i}+0)"])
+          for i in range(3, 7)]] for split in ("train", "test")},
+    ("codeparrot/xlcost-text-to-code", "Python-program-level"): {split: [
+        {"text": "Check if a number is even", "code": "def is_even ( n ) : NEW_LINE INDENT "
+         "return n % 2 == 0 NEW_LINE DEDENT print ( is_even ( 4 ) ) NEW_LINE"},
+        {"text": "Print a string", "code": "print ( \" a ▁ b \" ) NEW_LINE"},
+        {"text": "", "code": ""}] for split in ("train", "test")},
+    ("GEM/wiki_lingua", "en_fr"): {split: [
+        _wiki(i, *pair) for i, pair in enumerate([("en", "fr"), ("fr", "en"), ("en", "fr"),
+                                                  ("fr", "en"), ("fr", "en"), ("en", "fr")])]
+        for split in ("train", "test")},
+    ("mlqa", "mlqa.es.es"): {"test": [_mlqa(0, True), _mlqa(1, False), _mlqa(2, True)]},
+    ("glue", "mrpc"): {split: [{"sentence1": f"The cat {i} sat.", "sentence2": f"A cat {i} "
+                                "sat.", "label": i % 2, "idx": i} for i in range(3)]
+                       for split in ("train", "validation", "test")},
+}
+
+
+@pytest.fixture(scope="module")
+def xp3_home(xp3_templates) -> Path:
+    return xp3_templates["xp3"].parents[2]  # <home>/templates/<set>-<commit>/templates
+
+
+@pytest.fixture(scope="module")
+def definitions(xp3_home) -> TaskSet:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_HOME, str(xp3_home))
+        return load_definitions(("t0", "xp3", "xp3mt"))
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("xp3_rows")
+    for (dataset, subset), splits in ROWS.items():
+        for split, rows in splits.items():
+            path = root / dataset / subset / f"{split}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    return root
+
+
+def _tasks(*names: str) -> list[str]:
+    return [arg for name in names for arg in ("--tasks", re.escape(name))]
+
+
+@dataclass(frozen=True)
+class Build:
+    out: Path  # the cache
+    summary: str  # what the run printed
+    data: Path  # its rows
+    home: Path  # its templates' P3DATA_HOME
+
+
+@pytest.fixture(scope="module")
+def built(xp3_home, data_dir, tmp_path_factory) -> Build:
+    """xP3's tasks and T0's glue/mrpc task in one run, 2 rows per source shard."""
+    out = tmp_path_factory.mktemp("xp3_cache")
+    result = run_cache(out, *_tasks(*XP3_TASKS, T0_MRPC), "--rows-per-shard", "2",
+                       data_dir=data_dir, env={ENV_HOME: str(xp3_home)})
+    return Build(out, result.stdout, data_dir, xp3_home)
+
+
+@pytest.fixture(scope="module")
+def registered(definitions) -> TaskSet:
+    """The definitions, with xP3's tasks built here registered in seqio (by p3data's registry,
+    as `import p3data.xp3` would) to be read through stock seqio."""
+    import seqio
+
+    from p3data.registry import register_task
+
+    for name in XP3_TASKS:
+        if name not in seqio.TaskRegistry.names():
+            register_task(definitions.task(name))
+    return definitions
+
+
+def _render(collection: str, config: str, rows: Path, home: Path) -> list[dict]:
+    """`p3data render --collection ... --dropped`'s records."""
+    import contextlib
+    import io
+
+    from p3data.cli import main
+
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(io.StringIO()):
+        patch.setenv(ENV_HOME, str(home))
+        assert main(["render", "--collection", collection, config, "--rows", str(rows),
+                     "--dropped"]) == 0
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+@pytest.mark.parametrize("collection, config", list(CONFIGS))
+def test_cached_examples_are_what_render_gives(collection, config, built, registered):
+    """Stock seqio reads from the cache exactly the examples the render command gives for the
+    same rows, in row order; the manifest counts the pairs it drops under the same reasons."""
+    for name in CONFIGS[collection, config]:
+        spec = registered.task(name)
+        for split, source in spec.split_mapping.items():
+            rows = Path(spec.entry.key.folder(built.data), f"{source}.jsonl")
+            records = [r for r in _render(collection, config, rows, built.home)
+                       if r["template"] == spec.template.name]
+            want = [(r["inputs"], r["targets"]) for r in records if "dropped" not in r]
+            got = [(e["inputs_pretokenized"].decode(), e["targets_pretokenized"].decode())
+                   for e in read_examples(name, split, built.out)]
+            assert got == want and want, (name, split)
+            record = read_manifest(str(built.out / name)).splits[split]
+            reasons = Counter(r["dropped"] for r in records if "dropped" in r)
+            assert record.render_errors == reasons.pop(RENDER_ERROR, 0)
+            assert record.dropped == dict(reasons), (name, split)
+            assert record.rows_read == len({r["row"] for r in records})
+
+
+def test_steps_rules_and_row_numbers_were_exercised(built, registered):
+    """The rows above reach what they are for: xlcost keeps its connection (strip_connection
+    False), wiki_lingua's step names languages and drops the other direction, apps' draw
+    follows each row's number in its split across shards, xP3mt's prompts are Spanish."""
+    out = built.out
+    solpy = read_examples("xp3_codeparrot_xlcost_text_to_code_Python_program_level_solpy",
+                          "train", out)
+    assert solpy[0]["targets_pretokenized"].decode().startswith(" def is_even ( n ) :\n\t")
+    summaries = read_examples("xp3_GEM_wiki_lingua_en_fr_article_summary_en", "train", out)
+    assert [e["inputs_pretokenized"].decode() for e in summaries] == [
+        f"Article in English: Article {i}, in en.\n\nSummary in French:" for i in (0, 2, 5)]
+    spec = registered.task("xp3_codeparrot_apps_all_qsol")
+    rows = ROWS["codeparrot/apps", "all"]["train"]
+    picks = [STEPS["codeparrot/apps"](row, config="all", index=i) for i, row in enumerate(rows)]
+    assert picks[1] is None and picks[2] is None
+    apps = read_examples(spec.name, "train", out)
+    assert [e["targets_pretokenized"].decode() for e in apps] == [
+        "\n" + pick["solution"] for pick in picks if pick is not None]
+    assert spec.row_rule == XP3Rule(strip_connection=False)
+    paws = read_examples("xp3mt_paws_x_es_paraphrase_task_esmt", "test", out)
+    assert [e["inputs_pretokenized"].decode() for e in paws] == [
+        "Parafrasea la oración: La casa 1 es grande.", "Parafrasea la oración: La casa 3 es "
+        "grande."]
+    manifest = read_manifest(str(out / "xp3mt_paws_x_es_paraphrase_task_esmt"))
+    assert manifest.splits["test"].dropped == {BLANK: 2}
+
+
+def test_summary_counts_drops_by_reason(built):
+    """The summary names each reason a row was dropped for, and each task split where xP3's
+    recipe would have dropped the whole template split (here only the row is dropped)."""
+    out, summary = built.out, built.summary
+    reasons: Counter[str] = Counter()
+    for folder in out.iterdir():
+        if (folder / "manifest.json").exists():
+            for record in read_manifest(str(folder)).splits.values():
+                reasons.update(record.dropped)
+    assert reasons[STEP_DROPPED] == 2 * 2 + 2 * 2 * 3  # apps 2 a split, wiki_lingua 3 x 2 tasks
+    assert reasons[TEMPLATE_SPLIT_ERROR] == 1  # mlqa's row without an answer
+    line = "dropped by reason: " + ", ".join(f"{reason} {count:,}"
+                                             for reason, count in sorted(reasons.items()))
+    assert line in summary.splitlines()
+    assert ("TEMPLATE_SPLIT_ERROR xp3_mlqa_mlqa.es.es_xp3longcontinue test: 1 of 3 rows "
+            "dropped; xP3's recipe dropped the whole split on one") in summary.splitlines()
+
+
+def test_t0_task_beside_xp3_is_built_as_alone(built, tmp_path):
+    """T0's task over glue/mrpc, built in the same run as xP3's task over the same splits (same
+    template text, other row rule), is byte for byte T0's task built alone."""
+    out, alone = built.out, tmp_path / "alone"
+    run_cache(alone, *_tasks(T0_MRPC), "--rows-per-shard", "2", data_dir=built.data)
+    assert tree(alone / T0_MRPC) == tree(out / T0_MRPC)
+    assert read_manifest(str(out / T0_MRPC)).fingerprint != read_manifest(
+        str(out / "xp3_glue_mrpc_equivalent")).fingerprint
+
+
+def test_t0_fingerprint_is_unchanged(monkeypatch):
+    """A T0 task's fingerprint has no key for its row rule or step: it is the one computed
+    before xP3's tasks were built (p3data's and the format's versions pinned), and an xP3 rule
+    or step changes it."""
+    monkeypatch.setattr(fingerprint, "__version__", "0")
+    monkeypatch.setattr(fingerprint, "FORMAT_VERSION", 2)
+    template = Template(id="t-1", name="t", jinja="{{sentence1}} ||| {{sentence2}}",
+                        dataset="glue", subset="mrpc", answer_choices="no ||| yes")
+    spec = TaskSpec("glue_mrpc_t", Catalog.load().get("glue", "mrpc"), template,
+                    {"train": "train", "test": "test"}, cap=10)
+    config = CacheConfig(output_dir="/cache", vocab_model=b"vocab", seed=3, shards=2)
+    sources = {"train": {"rows": "a"}, "test": {"rows": "b"}}
+    t0 = fingerprint.task_fingerprint(config, spec, sources)
+    assert t0 == "d08b80962aa5c1fed9f86c45abfc3fd0bb28d939eef865e4c8d235aef78f1b27"
+    others = {fingerprint.task_fingerprint(config, TaskSpec(
+        spec.name, spec.entry, template, spec.split_mapping, cap=10, row_rule=rule,
+        dataset_step=step), sources) for rule, step in [
+            (XP3Rule(), None), (XP3Rule(False), None), (XP3Rule(), STEPS["GEM/wiki_lingua"])]}
+    assert len(others) == 3 and t0 not in others
