@@ -233,7 +233,10 @@ def test_summary_counts_drops_by_reason(built):
                                              for reason, count in sorted(reasons.items()))
     assert line in summary.splitlines()
     assert ("TEMPLATE_SPLIT_ERROR xp3_mlqa_mlqa.es.es_xp3longcontinue test: 1 of 3 rows "
-            "dropped; xP3's recipe dropped the whole split on one") in summary.splitlines()
+            "dropped alone (xP3's recipe dropped the template's whole split on one)"
+            ) in summary.splitlines()
+    assert ("dropped: left out by the row rule or a dataset step · errors: failed to render · "
+            "schema: rows unlike the catalog's schema") in summary.splitlines()
 
 
 def test_t0_task_beside_xp3_is_built_as_alone(built, tmp_path):

@@ -61,8 +61,8 @@ def summary_table(result: RunResult) -> str:
             if count := record.dropped.get(TEMPLATE_SPLIT_ERROR):
                 template_splits.append(
                     f"{TEMPLATE_SPLIT_ERROR.upper()} {task} {split}: {count:,} of "
-                    f"{record.rows_read:,} rows dropped; xP3's recipe dropped the whole split "
-                    "on one")
+                    f"{record.rows_read:,} rows dropped alone (xP3's recipe dropped the "
+                    "template's whole split on one)")
             for category, count in record.schema.items():
                 key = (manifest.dataset, manifest.split_mapping[split], category)
                 mismatches[key] = max(mismatches.get(key, 0), count)
@@ -72,10 +72,12 @@ def summary_table(result: RunResult) -> str:
         totals = [a + b for a, b in zip(totals, counts, strict=True)]
         rows.append([task, *counts])
     rows.append([f"TOTAL ({len(tasks)} tasks)", *totals])
+    not_t0 = bool(set(reasons) - T0_DROPS)
     lines = [text_table(["task", "examples", "tokens", "dropped", "errors", "schema"], rows),
-             "dropped: left out by T0's row rule · errors: failed to render · schema: rows "
-             "unlike the catalog's schema"]
-    if set(reasons) - T0_DROPS:
+             "dropped: left out by " + ("the row rule or a dataset step" if not_t0 else
+                                        "T0's row rule")
+             + " · errors: failed to render · schema: rows unlike the catalog's schema"]
+    if not_t0:
         lines.append("dropped by reason: " + ", ".join(
             f"{reason} {count:,}" for reason, count in sorted(reasons.items())))
     lines += template_splits
