@@ -10,8 +10,9 @@ A collection that cannot load here (xP3's, without its templates installed) rais
 `CollectionUnavailable`: the set is then the others', and asking for a name it would define
 gives its reason, so that every command keeps working with what is there.
 
-Pure data: no seqio, no rows, no vocabulary. What a task spec and a mixture must offer is
-stated by `TaskDef` and `MixtureDef`; registering them in seqio is `p3data.registry`'s job.
+Pure data: no seqio, no rows, no vocabulary loaded (`one_vocabulary` names which). What a
+task spec and a mixture must offer is stated by `TaskDef` and `MixtureDef`; registering them
+in seqio is `p3data.registry`'s job.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from p3data.errors import NotFoundError, P3DataError
 if TYPE_CHECKING:
     from p3data.datasets.catalog import DatasetEntry
     from p3data.templates import Template
+    from p3data.vocab import Vocabulary
 
 ENTRY_POINTS = "p3data.collections"
 # A mixture weighed by examples counts a task's examples in this split, whichever split the
@@ -56,6 +58,9 @@ class TaskDef(Protocol):
 
     @property
     def cap(self) -> int: ...  # the task's training rate in mixtures weighed by caps
+
+    @property
+    def vocabulary(self) -> Vocabulary: ...  # its collection's (`p3data.vocab.T5`, `MT5`)
 
 
 class MixtureDef(Protocol):
@@ -201,6 +206,19 @@ class TaskSet:
         """This set, knowing that `collection` could not load, and why."""
         return TaskSet(self.tasks, self.mixtures, self.parts,
                        {**self.unavailable, collection: why})
+
+
+def one_vocabulary(specs: Sequence[TaskDef]) -> Vocabulary:
+    """The vocabulary of these tasks (T5's for none): one cache is tokenized with one, so tasks
+    of collections with different vocabularies are refused."""
+    from p3data.vocab import T5, VocabularyError
+
+    found = {spec.vocabulary for spec in specs}
+    if len(found) > 1:
+        names = " and ".join(sorted(vocabulary.name for vocabulary in found))
+        raise VocabularyError(f"the tasks asked for use {names} vocabularies: build a cache of "
+                              "one collection's tasks at a time", setting="vocab")
+    return found.pop() if found else T5
 
 
 def matching(names: Iterable[str], patterns: Sequence[str]) -> list[str]:

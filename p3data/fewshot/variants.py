@@ -23,6 +23,7 @@ from p3data.templates import Template
 
 if TYPE_CHECKING:
     from p3data.taskset import TaskSet
+    from p3data.vocab import Vocabulary
 
 EVAL_MIXTURE = "t0_eval_score_eval"
 EVAL_SHOTS = (1, 3, 5)
@@ -85,6 +86,10 @@ class VariantSpec:
     def cap(self) -> int:
         """Its task's T0 cap: a variant mixture rates it at a share of that."""
         return self.base.cap
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        return self.base.vocabulary
 
     @property
     def draw_task(self) -> str:
