@@ -216,8 +216,8 @@ def one_vocabulary(specs: Sequence[TaskDef]) -> Vocabulary:
     found = {spec.vocabulary for spec in specs}
     if len(found) > 1:
         names = " and ".join(sorted(vocabulary.name for vocabulary in found))
-        raise VocabularyError(f"the tasks asked for use {names} vocabularies: build a cache of "
-                              "one collection's tasks at a time", setting="vocab")
+        raise VocabularyError(f"the tasks asked for are tokenized with {names} vocabularies: "
+                              "a cache has one; build one per collection", setting="vocab")
     return found.pop() if found else T5
 
 

@@ -29,19 +29,21 @@ SAMPLE_VOCAB = Path(__file__).parent / "data" / "vocab" / "sample.model"
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """A collection's vocabulary: its default model and the extra ids seqio adds to it."""
+    """A collection's vocabulary: its default model, the extra ids seqio adds to it, and those
+    the model holds itself (what `p3data vocab` puts in a sample model of this shape)."""
 
     name: str
     default: str
     extra_ids: int
+    held_extra_ids: int
 
     def path(self) -> str:
         """The model to use: `set_vocabulary()`'s, else `P3DATA_VOCAB`, else the default."""
         return _chosen or os.environ.get(ENV_VOCAB) or self.default
 
 
-T5 = Vocabulary("T5's", T5_VOCAB, EXTRA_IDS)  # T0's tasks: seqio's extra ids added to the model
-MT5 = Vocabulary("mT5's", MT5_VOCAB, 0)  # xP3's tasks: the model holds its extra ids
+T5 = Vocabulary("T5's", T5_VOCAB, extra_ids=EXTRA_IDS, held_extra_ids=0)  # T0's tasks
+MT5 = Vocabulary("mT5's", MT5_VOCAB, extra_ids=0, held_extra_ids=100)  # xP3's tasks
 
 _chosen: str | None = None
 

@@ -19,6 +19,7 @@ from p3data.batching import row_batches
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.rows import RowFile
 from p3data.errors import NotFoundError
+from p3data.t0 import TaskSpec
 from p3data.taskset import load_definitions
 from p3data.templates import TemplateCollection
 from p3data.templates.render import DatasetRenderer, Dropped, Outcome, RowStep, stepped
@@ -44,10 +45,14 @@ def collection_renderers(args: argparse.Namespace
     if missing := [name for name in args.template if name not in templates]:
         raise NotFoundError.unknown(f"template of {args.dataset}", missing[0], templates)
     chosen = [templates[name] for name in args.template] if args.template else specs
-    rules = list(dict.fromkeys(spec.row_rule for spec in chosen))
-    renderers = [DatasetRenderer([s.template for s in chosen if s.row_rule == rule],
-                                 seed=args.seed, rule=rule) for rule in rules]
-    return specs[0].entry.key, renderers, specs[0].dataset_step
+    return specs[0].entry.key, spec_renderers(chosen, seed=args.seed), specs[0].dataset_step
+
+
+def spec_renderers(specs: Sequence[TaskSpec], *, seed: int) -> list[DatasetRenderer]:
+    """Renderers of these tasks' templates (of one dataset), one per row rule."""
+    rules = list(dict.fromkeys(spec.row_rule for spec in specs))
+    return [DatasetRenderer([s.template for s in specs if s.row_rule == rule], seed=seed,
+                            rule=rule) for rule in rules]
 
 
 def render_rows(renderers: Sequence[DatasetRenderer], rows: Sequence[Mapping[str, Any]],
