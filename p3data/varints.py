@@ -5,6 +5,7 @@ Example encoder frames them and readers unpack them, so all build on this module
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -42,27 +43,21 @@ def packed(values: Sequence[int]) -> bytes:
     low, high = min(values), max(values)
     if low >= 0 and high < TABLE_SIZE:
         return b"".join(map(TABLE.__getitem__, values))
-    if low >= 0 and high < WIDE_LIMIT and len(values) >= WIDE_MIN_VALUES:
-        return _packed_wide(values)
+    if low >= 0 and high < WIDE_TABLE_SIZE:
+        return b"".join(map(_wide_table().__getitem__, values))
     return b"".join(varint(int(v)) for v in values)
 
 
-# Ids of a larger vocabulary (mT5's 250,100) are packed by numpy, all at once: a long text's
-# ids then cost about what the table costs, where one varint at a time costs five times that.
-WIDE_LIMIT = 1 << 28  # four varint bytes
-WIDE_MIN_VALUES = 16  # below this, numpy's own overhead costs more than it saves
-_SHIFTS = np.arange(4, dtype=np.uint32) * 7
-_POSITIONS = np.arange(4)
+# Ids of a larger vocabulary (mT5's 250,112) by a table too, made the first time one is packed
+# (~0.2 s and ~9 MiB per process: T0's vocabulary never needs it): one varint at a time costs
+# ten times as much.
+WIDE_TABLE_SIZE = 1 << 18
 
 
-def _packed_wide(values: Sequence[int]) -> bytes:
-    """`packed` of values in [0, WIDE_LIMIT): seven bits a byte, low bits first, the high bit
-    set on every byte but a value's last."""
-    array = np.asarray(values, dtype=np.uint32)
-    sizes = 1 + (array >= 1 << 7).astype(np.int64) + (array >= 1 << 14) + (array >= 1 << 21)
-    groups = (array[:, None] >> _SHIFTS) & 0x7F
-    groups |= (sizes[:, None] - 1 > _POSITIONS) * np.uint32(0x80)
-    return groups.astype(np.uint8)[sizes[:, None] > _POSITIONS].tobytes()
+@functools.cache
+def _wide_table() -> list[bytes]:
+    return TABLE + [bytes((i & 0x7F | 0x80, i >> 7 & 0x7F | 0x80, i >> 14))
+                    for i in range(TABLE_SIZE, WIDE_TABLE_SIZE)]
 
 
 class VarintError(P3DataError):

@@ -77,7 +77,7 @@ def test_ids_are_sentencepieces_on_every_script(models, model_name, script):
 
 
 def test_mt5_sized_ids_pass_65535_and_are_packed_as_protobuf_does(models):
-    """Ids above 65,535 (three varint bytes) are packed by numpy: the same bytes."""
+    """Ids above 65,535 (three varint bytes) are packed by a wider table: the same bytes."""
     processor = spm.SentencePieceProcessor(model_proto=models["mt5_sized"])
     assert processor.get_piece_size() == MT5_PIECES
     ids = [i for ids in processor.encode(script_texts("thai"), num_threads=1) for i in ids]
