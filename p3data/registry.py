@@ -26,39 +26,52 @@ from p3data.sources import FewshotSource, PromptedSource, tf_dtype
 from p3data.taskset import MixtureDef, TaskDef, TaskSet
 from p3data.templates import Template, TemplateCollection
 from p3data.templates.render import CompiledTemplate
-from p3data.vocab import EXTRA_IDS, vocabulary_path
+from p3data.vocab import T5, Vocabulary
 
 
 class ConfiguredVocabulary(seqio.SentencePieceVocabulary):
-    """A SentencePiece vocabulary (with T5's extra ids) whose file is chosen lazily.
+    """A collection's SentencePiece vocabulary (`p3data.vocab.Vocabulary`), its file chosen
+    lazily.
 
     It is, and compares equal to, `seqio.SentencePieceVocabulary(<the chosen file>,
-    extra_ids=100)` before and after first use: seqio compares vocabularies by their pickled
-    state, and T5X refuses to train when the model's vocabulary and the task's differ.
+    extra_ids=<the collection's>)` before and after first use: seqio compares vocabularies by
+    their pickled state, and T5X refuses to train when the model's vocabulary and the task's
+    differ.
     """
 
-    def __init__(self) -> None:
-        super().__init__(sentencepiece_model_file="", extra_ids=EXTRA_IDS)
+    def __init__(self, vocabulary: Vocabulary = T5) -> None:
+        super().__init__(sentencepiece_model_file="", extra_ids=vocabulary.extra_ids)
+        self._chosen_by = vocabulary.path
 
     def _model_context(self):
         if self._model is None:
-            self._sentencepiece_model_file = vocabulary_path()
+            self._sentencepiece_model_file = self._chosen_by()
         return super()._model_context()
 
     @property
     def sentencepiece_model_file(self) -> str:
-        return self._sentencepiece_model_file or vocabulary_path()
+        return self._sentencepiece_model_file or self._chosen_by()
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
+        del state["_chosen_by"]  # not seqio's: equal to a plain vocabulary of the same file
         return {**state, "_sentencepiece_model_file": self.sentencepiece_model_file}
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._chosen_by = lambda: state["_sentencepiece_model_file"]
 
-VOCABULARY = ConfiguredVocabulary()
-OUTPUT_FEATURES = {
-    name: seqio.Feature(VOCABULARY, add_eos=feature.add_eos, dtype=tf_dtype(feature))
-    for name, feature in TOKEN_FEATURES.items()
-}
+
+@functools.cache
+def output_features(vocabulary: Vocabulary = T5) -> dict[str, seqio.Feature]:
+    """A collection's tasks' features: one vocabulary object per collection's vocabulary."""
+    tokens = ConfiguredVocabulary(vocabulary)
+    return {name: seqio.Feature(tokens, add_eos=feature.add_eos, dtype=tf_dtype(feature))
+            for name, feature in TOKEN_FEATURES.items()}
+
+
+OUTPUT_FEATURES = output_features(T5)  # T0's tasks'
+VOCABULARY = OUTPUT_FEATURES["inputs"].vocabulary
 # seqio's implementation of `t0.MixtureSpec.rate` for mixtures weighed by examples: it reads
 # the examples from each task's cache when the mixture is used.
 EVAL_RATE = functools.partial(seqio.mixing_rate_num_examples,
@@ -120,7 +133,7 @@ def _add_task(name: str, spec: t0.TaskSpec, source: seqio.DataSource,
         name,
         source=source,
         preprocessors=preprocessors,
-        output_features=OUTPUT_FEATURES,
+        output_features=output_features(spec.vocabulary),
         metric_fns=metric_fns,
         postprocess_fn=postprocess_fn,
     )

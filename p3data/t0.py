@@ -28,6 +28,7 @@ from p3data.datasets.catalog import Catalog, DatasetEntry
 from p3data.templates import Template, TemplateCollection
 from p3data.templates.collection import damaged, promptsource_dir
 from p3data.templates.render import T0_RULE, RowRule, RowStep
+from p3data.vocab import T5, Vocabulary
 
 if TYPE_CHECKING:
     from p3data.taskset import TaskSet
@@ -89,6 +90,7 @@ class TaskSpec:
     cap: int = 0  # T0's training rate for this task
     row_rule: RowRule = T0_RULE  # how a render becomes an example (xP3's tasks: `XP3Rule`)
     dataset_step: RowStep | None = None  # on each row before templating (xP3's tasks' STEPS)
+    vocabulary: Vocabulary = T5  # what it is tokenized with (xP3's tasks: mT5's)
 
     @property
     def base_name(self) -> str:

@@ -10,8 +10,9 @@ A collection that cannot load here (xP3's, without its templates installed) rais
 `CollectionUnavailable`: the set is then the others', and asking for a name it would define
 gives its reason, so that every command keeps working with what is there.
 
-Pure data: no seqio, no rows, no vocabulary. What a task spec and a mixture must offer is
-stated by `TaskDef` and `MixtureDef`; registering them in seqio is `p3data.registry`'s job.
+Pure data: no seqio, no rows, no vocabulary loaded (`one_vocabulary` names which). What a
+task spec and a mixture must offer is stated by `TaskDef` and `MixtureDef`; registering them
+in seqio is `p3data.registry`'s job.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from p3data.datasets.catalog import DatasetEntry
     from p3data.templates import Template
     from p3data.templates.render import RowRule, RowStep
+    from p3data.vocab import Vocabulary
 
 ENTRY_POINTS = "p3data.collections"
 # A mixture weighed by examples counts a task's examples in this split, whichever split the
@@ -63,6 +65,9 @@ class TaskDef(Protocol):
 
     @property
     def dataset_step(self) -> RowStep | None: ...  # on each row before templating (T0's: none)
+
+    @property
+    def vocabulary(self) -> Vocabulary: ...  # its collection's (`p3data.vocab.T5`, `MT5`)
 
 
 class MixtureDef(Protocol):
@@ -208,6 +213,19 @@ class TaskSet:
         """This set, knowing that `collection` could not load, and why."""
         return TaskSet(self.tasks, self.mixtures, self.parts,
                        {**self.unavailable, collection: why})
+
+
+def one_vocabulary(specs: Sequence[TaskDef]) -> Vocabulary:
+    """The vocabulary of these tasks (T5's for none): one cache is tokenized with one, so tasks
+    of collections with different vocabularies are refused."""
+    from p3data.vocab import T5, VocabularyError
+
+    found = {spec.vocabulary for spec in specs}
+    if len(found) > 1:
+        names = " and ".join(sorted(vocabulary.name for vocabulary in found))
+        raise VocabularyError(f"the tasks asked for are tokenized with {names} vocabularies: "
+                              "a cache has one; build one per collection", setting="vocab")
+    return found.pop() if found else T5
 
 
 def matching(names: Iterable[str], patterns: Sequence[str]) -> list[str]:

@@ -1,8 +1,10 @@
-"""Which SentencePiece model to tokenize with: T5's unless told otherwise.
+"""Which SentencePiece model to tokenize with: the collection's unless told otherwise.
 
-`P3DATA_VOCAB` or `set_vocabulary()` may name another one (e.g. the offline sample vocabulary)
-any time before tokenizing starts. Free of seqio and TensorFlow, so the cache builder's driver
-and workers stay light; the seqio vocabulary object lives in `p3data.registry`.
+A collection's tasks name their `Vocabulary`: T0's are T5's (`T5`), xP3's mT5's (`MT5`), each
+with the extra ids its trainer's seqio vocabulary had. `P3DATA_VOCAB` or `set_vocabulary()` may
+name another model (e.g. the offline sample vocabulary) any time before tokenizing starts; the
+extra ids stay the collection's. Free of seqio and TensorFlow, so the cache builder's driver and
+workers stay light; the seqio vocabulary objects live in `p3data.registry`.
 """
 
 from __future__ import annotations
@@ -10,15 +12,38 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from p3data.errors import P3DataError
 
 T5_VOCAB = "gs://t5-data/vocabs/cc_all.32000/sentencepiece.model"
 EXTRA_IDS = 100
+# mT5's model holds its 100 extra ids itself (250,000 pieces + 100), so T5X's mT5 gin files
+# (t5x/examples/t5/mt5/base.gin, which mT0 was finetuned with) bind no `extra_ids`: seqio's 0.
+MT5_VOCAB = "gs://t5-data/vocabs/mc4.250000.100extra/sentencepiece.model"
 ENV_VOCAB = "P3DATA_VOCAB"
 # Trained by `p3data vocab` from the bundled samples: works offline, for tests and the demo.
 SAMPLE_VOCAB = Path(__file__).parent / "data" / "vocab" / "sample.model"
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """A collection's vocabulary: its default model, the extra ids seqio adds to it, and those
+    the model holds itself (what `p3data vocab` puts in a sample model of this shape)."""
+
+    name: str
+    default: str
+    extra_ids: int
+    held_extra_ids: int
+
+    def path(self) -> str:
+        """The model to use: `set_vocabulary()`'s, else `P3DATA_VOCAB`, else the default."""
+        return _chosen or os.environ.get(ENV_VOCAB) or self.default
+
+
+T5 = Vocabulary("T5's", T5_VOCAB, extra_ids=EXTRA_IDS, held_extra_ids=0)  # T0's tasks
+MT5 = Vocabulary("mT5's", MT5_VOCAB, extra_ids=0, held_extra_ids=100)  # xP3's tasks
 
 _chosen: str | None = None
 
@@ -34,7 +59,8 @@ def set_vocabulary(path: str | Path | None) -> None:
 
 
 def vocabulary_path() -> str:
-    return _chosen or os.environ.get(ENV_VOCAB) or T5_VOCAB
+    """T0's model (`T5.path()`)."""
+    return T5.path()
 
 
 def read_vocabulary(path: str | None = None) -> bytes:
@@ -64,13 +90,18 @@ def _check_model(path: str, model: bytes) -> None:
 
 
 
-def train_vocabulary(texts: Iterable[str], model_path: str | Path, vocab_size: int = 8000) -> Path:
-    """Train a T5-shaped SentencePiece model (pad 0, eos 1, unk 2, no bos) on `texts`.
+def train_vocabulary(texts: Iterable[str], model_path: str | Path, vocab_size: int = 8000, *,
+                     extra_ids: int = 0) -> Path:
+    """Train a T5-shaped SentencePiece model (pad 0, eos 1, unk 2, no bos) on `texts`;
+    `extra_ids`: that many held in the model, as seqio would add them (mT5's shape, for
+    collections whose vocabulary adds none: `MT5`).
 
     Lines are fed from memory and the model is written from memory, so no temporary path ends
     up inside the model: the same texts give the same model bytes.
     """
     import sentencepiece as spm
+
+    from p3data.tokenize.tokenizer import with_extra_ids
 
     lines = (line.strip() for text in texts for line in text.splitlines() if line.strip())
     model = io.BytesIO()
@@ -82,5 +113,6 @@ def train_vocabulary(texts: Iterable[str], model_path: str | Path, vocab_size: i
     )
     model_path = Path(model_path)
     model_path.parent.mkdir(parents=True, exist_ok=True)
-    model_path.write_bytes(model.getvalue())
+    model_path.write_bytes(with_extra_ids(model.getvalue(), extra_ids) if extra_ids
+                          else model.getvalue())
     return model_path

@@ -47,15 +47,17 @@ def run(args: argparse.Namespace) -> int:
     from p3data.builder.driver import run_cache
     from p3data.builder.jobs import CacheConfig
     from p3data.builder.summary import summary_table
-    from p3data.taskset import load_definitions
+    from p3data.taskset import load_definitions, one_vocabulary
     from p3data.vocab import read_vocabulary
 
     require("apache_beam", "pyarrow")
     _check_data_dir(args.data_dir)
     specs = load_definitions().select(args.mixture, args.tasks)
+    vocabulary = one_vocabulary(specs)  # the tasks' collection's: T0's T5, xP3's mT5
     config = CacheConfig(
         output_dir=fs.without_trailing_slash(args.output_dir),
-        vocab_model=read_vocabulary(args.vocab), data_dir=mirror_dir(args.data_dir),
+        vocab_model=read_vocabulary(args.vocab or vocabulary.path()),
+        extra_ids=vocabulary.extra_ids, data_dir=mirror_dir(args.data_dir),
         hub_root=args.hub_root or os.environ.get(ENV_HUB_ROOT), seed=args.seed, shards=args.shards,
         p3_layout=args.p3_layout, rows_per_shard=args.rows_per_shard,
         max_error_rate=args.max_error_rate)
@@ -130,7 +132,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     cache.add_argument("--output-dir", required=True, help="cache root (local or gs://)")
     add_data_options(cache, max_rows=False, hub=True)
     cache.add_argument("--vocab", default=None,
-                       help="SentencePiece model (default: $P3DATA_VOCAB, else T5's)")
+                       help="SentencePiece model (default: $P3DATA_VOCAB, else the tasks' "
+                       "collection's: T5's for T0, mT5's for xP3)")
     cache.add_argument("--shards", type=positive_int, default=None,
                        help="output shards per split (default: ~1 per 10k examples, max 64)")
     cache.add_argument("--splits", action="append", default=[], metavar="SPLIT",

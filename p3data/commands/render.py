@@ -19,6 +19,7 @@ from p3data.batching import row_batches
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.rows import RowFile
 from p3data.errors import NotFoundError
+from p3data.t0 import TaskSpec
 from p3data.taskset import load_definitions
 from p3data.templates import TemplateCollection
 from p3data.templates.render import DatasetRenderer, Dropped, Outcome
@@ -43,12 +44,18 @@ def collection_renderers(args: argparse.Namespace) -> tuple[DatasetKey, list[Dat
     if missing := [name for name in args.template if name not in templates]:
         raise NotFoundError.unknown(f"template of {args.dataset}", missing[0], templates)
     chosen = [templates[name] for name in args.template] if args.template else specs
-    rules = list(dict.fromkeys(spec.row_rule for spec in chosen))
+    return spec_renderers(chosen, seed=args.seed)
+
+
+def spec_renderers(specs: Sequence[TaskSpec], *, seed: int
+                   ) -> tuple[DatasetKey, list[DatasetRenderer]]:
+    """The dataset these tasks read (one config of a collection) and their renderers, one
+    per row rule, each applying the dataset's step."""
+    rules = list(dict.fromkeys(spec.row_rule for spec in specs))
     key = specs[0].entry.key
-    renderers = [DatasetRenderer([s.template for s in chosen if s.row_rule == rule],
-                                 seed=args.seed, rule=rule, step=specs[0].dataset_step,
-                                 config=key.subset) for rule in rules]
-    return key, renderers
+    return key, [DatasetRenderer([s.template for s in specs if s.row_rule == rule], seed=seed,
+                                 rule=rule, step=specs[0].dataset_step, config=key.subset)
+                 for rule in rules]
 
 
 def render_rows(renderers: Sequence[DatasetRenderer], rows: Sequence[Mapping[str, Any]],

@@ -24,6 +24,7 @@ from p3data.templates.render import RowRule, RowStep
 
 if TYPE_CHECKING:
     from p3data.taskset import TaskSet
+    from p3data.vocab import Vocabulary
 
 EVAL_MIXTURE = "t0_eval_score_eval"
 EVAL_SHOTS = (1, 3, 5)
@@ -94,6 +95,10 @@ class VariantSpec:
     @property
     def dataset_step(self) -> RowStep | None:
         return self.base.dataset_step
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        return self.base.vocabulary
 
     @property
     def draw_task(self) -> str:

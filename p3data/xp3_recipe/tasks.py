@@ -27,6 +27,7 @@ from p3data.taskset import Contribution
 from p3data.templates import Template
 from p3data.templates.collection import folder_templates
 from p3data.templates.render import XP3Rule
+from p3data.vocab import MT5
 from p3data.xp3_recipe.pairs import PromptPair, prompt_pairs
 from p3data.xp3_recipe.splits import skipped, train_splits
 from p3data.xp3_recipe.steps import STEPS
@@ -78,6 +79,7 @@ def pair_task(set_name: str, pair: PromptPair, catalog: Catalog, templates: Path
         cap=placeholder_cap(entry.splits[split] for split in splits),
         row_rule=XP3Rule(strip_connection=pair.language != CODE),
         dataset_step=STEPS.get(pair.dataset),
+        vocabulary=MT5,
     )
 
 

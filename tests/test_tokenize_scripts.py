@@ -1,0 +1,97 @@
+"""p3data's tokenizer gives exactly SentencePiece's ids on every script xP3 has, with models
+shaped as mT5's: extra ids inside the model (none added), ids past 65,535, and with or
+without byte fallback. Text written without spaces (Chinese, Japanese, Thai) is one long word
+per run to the word memo: runs of hundreds of sentences too, alone and inside prompts."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+import sentencepiece as spm
+from helpers.scripts import MT5_PIECES, UNSPACED, mt5_sized, script_sentences
+
+from p3data.tokenize import Tokenizer
+from p3data.tokenize.tokenizer import with_extra_ids
+from p3data.varints import packed
+from p3data.vocab import MT5, train_vocabulary
+
+SENTENCES = script_sentences()
+PROMPTS = ["Translate to English: {}", "{}\nSummarize the text above.", "Text: {} Answer:",
+           "{} Is this a question? Yes or no?"]
+
+
+def test_every_script_xp3_writes_in_is_here():
+    assert set(SENTENCES) == {"latin", "cyrillic", "arabic", "devanagari", "bengali", "tamil",
+                              "chinese", "japanese", "thai", "korean", "code"}
+    assert all(len(lines) >= 6 for lines in SENTENCES.values())
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, bytes]:
+    """Multilingual unigram models trained on every script's sentences, as `p3data vocab`
+    trains xP3's (its 100 extra ids inside), one of them grown to mT5's size, and one with
+    byte fallback (unknown characters as bytes)."""
+    lines = [line for script in SENTENCES.values() for line in script]
+    path = train_vocabulary(lines, tmp_path_factory.mktemp("vocab") / "scripts.model",
+                            vocab_size=3000, extra_ids=100)
+    fallback = io.BytesIO()
+    spm.set_random_generator_seed(0)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=fallback, vocab_size=3000,
+        model_type="unigram", character_coverage=1.0, pad_id=0, eos_id=1, unk_id=2,
+        bos_id=-1, byte_fallback=True, hard_vocab_limit=False, minloglevel=2, num_threads=1)
+    trained = path.read_bytes()
+    return {"trained": trained, "mt5_sized": mt5_sized(trained),
+            "byte_fallback": with_extra_ids(fallback.getvalue(), 100)}
+
+
+def script_texts(script: str, seed: int = 0) -> list[str]:
+    """Its sentences, paragraphs of them (joined by nothing where the script has no spaces),
+    one run of 300 sentences, and each of those inside English prompts; code also with its
+    lines joined by newlines and tabs."""
+    rng = random.Random(seed)
+    lines = SENTENCES[script]
+    joiner = "" if script in UNSPACED else " "
+    paragraphs = [joiner.join(rng.choices(lines, k=rng.randint(2, 12))) for _ in range(60)]
+    texts = [*lines, *paragraphs, joiner.join(rng.choices(lines, k=300))]
+    if script == "code":
+        texts += ["\n".join(lines), "\n\t".join(lines)]
+    return texts + [prompt.format(text) for text in texts for prompt in PROMPTS]
+
+
+@pytest.mark.parametrize("model_name", ["trained", "mt5_sized", "byte_fallback"])
+@pytest.mark.parametrize("script", sorted(SENTENCES))
+def test_ids_are_sentencepieces_on_every_script(models, model_name, script):
+    model = models[model_name]
+    texts = script_texts(script)
+    want = spm.SentencePieceProcessor(model_proto=model).encode(texts, num_threads=1)
+    tokenizer = Tokenizer(model, MT5.extra_ids)
+    assert tokenizer.memo is not None  # the word memo's path, not plain encoding throughout
+    for start in range(0, len(texts), 50):  # batches, as the cache builder tokenizes
+        batch = texts[start:start + 50]
+        assert tokenizer.encode(batch) == want[start:start + 50]
+    packed_ids = [entry.varints for entry in tokenizer.encode_packed(texts)]  # from the memos
+    assert packed_ids == [packed(ids) for ids in want]  # what the cache writes
+
+
+def test_mt5_sized_ids_pass_65535_and_are_packed_as_protobuf_does(models):
+    """Ids above 65,535 (three varint bytes) are packed by a wider table: the same bytes."""
+    processor = spm.SentencePieceProcessor(model_proto=models["mt5_sized"])
+    assert processor.get_piece_size() == MT5_PIECES
+    ids = [i for ids in processor.encode(script_texts("thai"), num_threads=1) for i in ids]
+    assert max(ids) > 1 << 16
+    values = [0, 1, 127, 128, 16383, 16384, 65535, 65536, MT5_PIECES - 1, (1 << 21) - 1,
+              1 << 21, (1 << 28) - 1, 1 << 28, 1 << 40]
+    for chosen in (ids[:300], values, values[:-2] * 3):
+        assert packed(chosen) == b"".join(_varint(value) for value in chosen)
+
+
+def _varint(value: int) -> bytes:
+    """Protobuf's varint, written out here as the reference."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes([*out, value])
