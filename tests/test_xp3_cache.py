@@ -1,7 +1,7 @@
 """`p3data cache` builds xP3's tasks as `p3data render --collection` renders them: each row
 through its dataset's step, then the row rule of its language folder, rows numbered as in
-their split; drops counted by reason, in the manifest and the run's summary. T0's tasks over
-the same dataset split are their own jobs, built as they always were."""
+their split; drops counted by reason, in the manifest and the run's summary. T0's tasks
+(T5's vocabulary) and xP3's (mT5's) are never one cache."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers.cache import read_examples, run_cache, tree
+from helpers.cache import read_examples, run_cache
 
 from p3data.builder import fingerprint
 from p3data.builder.jobs import CacheConfig
@@ -133,9 +133,9 @@ class Build:
 
 @pytest.fixture(scope="module")
 def built(xp3_home, data_dir, tmp_path_factory) -> Build:
-    """xP3's tasks and T0's glue/mrpc task in one run, 2 rows per source shard."""
+    """xP3's tasks in one run, 2 rows per source shard."""
     out = tmp_path_factory.mktemp("xp3_cache")
-    result = run_cache(out, *_tasks(*XP3_TASKS, T0_MRPC), "--rows-per-shard", "2",
+    result = run_cache(out, *_tasks(*XP3_TASKS), "--rows-per-shard", "2",
                        data_dir=data_dir, env={ENV_HOME: str(xp3_home)})
     return Build(out, result.stdout, data_dir, xp3_home)
 
@@ -239,14 +239,16 @@ def test_summary_counts_drops_by_reason(built):
             "schema: rows unlike the catalog's schema") in summary.splitlines()
 
 
-def test_t0_task_beside_xp3_is_built_as_alone(built, tmp_path):
-    """T0's task over glue/mrpc, built in the same run as xP3's task over the same splits (same
-    template text, other row rule), is byte for byte T0's task built alone."""
-    out, alone = built.out, tmp_path / "alone"
-    run_cache(alone, *_tasks(T0_MRPC), "--rows-per-shard", "2", data_dir=built.data)
-    assert tree(alone / T0_MRPC) == tree(out / T0_MRPC)
-    assert read_manifest(str(out / T0_MRPC)).fingerprint != read_manifest(
-        str(out / "xp3_glue_mrpc_equivalent")).fingerprint
+def test_t0_and_xp3_tasks_are_not_one_cache(built, tmp_path):
+    """T0's task over glue/mrpc and xP3's over the same split are tokenized with T5's and
+    mT5's vocabularies: asked for together, the run refuses in one line and writes nothing."""
+    out = tmp_path / "mixed"
+    result = run_cache(out, *_tasks(T0_MRPC, "xp3_glue_mrpc_equivalent"), data_dir=built.data,
+                       env={ENV_HOME: str(built.home)}, check=False)
+    assert result.returncode != 0
+    assert ("p3data: error: the tasks asked for are tokenized with T5's and mT5's vocabularies: "
+            "a cache has one; build one per collection") in result.stderr
+    assert not out.exists() or not any(out.iterdir())
 
 
 def test_t0_fingerprint_is_unchanged(monkeypatch):
