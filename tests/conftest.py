@@ -147,7 +147,7 @@ def worker_venv(tmp_path_factory, p3data_wheel):
 
     tmp = tmp_path_factory.mktemp("worker")
     wheel = staged_wheel(tmp / "staging", p3data_wheel)
-    venv = make_venv(tmp / "venv", "--no-compile", "-c", ROOT / "constraints.txt",
+    venv = make_venv(tmp / "venv", "-c", ROOT / "constraints.txt",
                      "apache-beam[gcp]", wheel)
     print(f"\nworkers' environment (Beam, p3data's staged wheel) installed in "
           f"{venv.install_seconds:.0f} s")

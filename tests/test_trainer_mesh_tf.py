@@ -43,12 +43,10 @@ def mesh_tf_env(tmp_path_factory, p3data_wheel) -> Venv:
     the checkout (so nothing of the checkout is imported)."""
     tmp = tmp_path_factory.mktemp("mesh_tf")
     start = time.monotonic()
-    # --no-compile: byte-compiling all of TensorFlow, torch and jax takes minutes on 2 cores;
-    # Python compiles what training imports.
-    venv = make_venv(tmp / "venv", "--no-compile", "-c", CONSTRAINTS, p3data_wheel,
+    venv = make_venv(tmp / "venv", "-c", CONSTRAINTS, p3data_wheel,
                      "-r", EXAMPLE / "requirements.txt")
-    venv.pip("--no-compile", "--no-deps", "t5==0.9.4")
-    venv.pip("--no-compile", "-c", CONSTRAINTS, "torch")
+    venv.pip("--no-deps", "t5==0.9.4")
+    venv.pip("-c", CONSTRAINTS, "torch")
     print(f"\nMesh TF environment installed in {time.monotonic() - start:.0f} s")
     return venv
 

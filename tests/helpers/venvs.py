@@ -1,5 +1,6 @@
 """Virtual environments that tests build for themselves (a trainer's pinned stack, a clean
-install of p3data): from PyPI, through pip's cache, and removed with the test's tmp folder."""
+install of p3data): from PyPI, installed by uv through its cache, and removed with the test's
+tmp folder. Each keeps pip, for what a test asks of it (`pip list`, `pip check`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+UV = Path(sys.executable).parent / "uv"  # make install's installer (Makefile)
 # What a build of the checkout neither reads nor should see: environments, caches, outputs.
 NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__",
                                     ".pytest_cache", ".ruff_cache", ".hypothesis", "demo_output")
@@ -45,13 +47,16 @@ class Venv:
                               timeout=timeout)
 
     def pip(self, *args: str | os.PathLike, timeout: float = 1800) -> None:
-        result = self.run(self.python, "-m", "pip", "install", "--quiet", *args, timeout=timeout)
-        assert result.returncode == 0, f"pip install {args} failed:\n{result.stderr[-4000:]}"
+        """`pip install args`, done by uv (`UV`): the same packages, in seconds, from uv's
+        cache once any environment of the run has downloaded them."""
+        result = self.run(UV, "pip", "install", "--quiet", "--python", self.python, *args,
+                          timeout=timeout)
+        assert result.returncode == 0, f"uv pip install {args} failed:\n{result.stderr[-4000:]}"
 
 
 def make_venv(root: Path, *requirements: str | os.PathLike, python: str = sys.executable
               ) -> Venv:
-    """A fresh environment holding `requirements` (pip arguments: names, paths, -c files);
+    """A fresh environment holding `requirements` (pip's arguments: names, paths, -c files);
     its install time is measured, for the README's figures."""
     start = time.monotonic()
     subprocess.run([python, "-m", "venv", str(root)], check=True, capture_output=True)
