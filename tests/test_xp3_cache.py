@@ -6,6 +6,7 @@ their split; drops counted by reason, in the manifest and the run's summary. T0'
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ CONFIGS = {
     ("xp3", "GEM/wiki_lingua/en_fr"): ["xp3_GEM_wiki_lingua_en_fr_article_summary_en",
                                        "xp3_GEM_wiki_lingua_en_fr_tldr_en"],
     ("xp3", "mlqa/mlqa.es.es"): ["xp3_mlqa_mlqa.es.es_xp3longcontinue"],
-    ("xp3", "glue/mrpc"): ["xp3_glue_mrpc_equivalent"],  # T0's entry, and T0's task beside it
+    ("xp3", "glue/mrpc"): ["xp3_glue_mrpc_equivalent"],  # over T0's catalog entry
 }
 XP3_TASKS = [task for tasks in CONFIGS.values() for task in tasks]
 
@@ -216,6 +217,21 @@ def test_steps_rules_and_row_numbers_were_exercised(built, registered):
         "grande."]
     manifest = read_manifest(str(out / "xp3mt_paws_x_es_paraphrase_task_esmt"))
     assert manifest.splits["test"].dropped == {BLANK: 2}
+
+
+def test_peek_reads_an_xp3_task(built):
+    """`p3data peek` registers the task it is asked for, of whichever collection, and prints
+    its first example as stock seqio reads it."""
+    from helpers.command_server import run_p3data
+
+    from p3data.vocab import SAMPLE_VOCAB
+
+    task = CONFIGS["xp3mt", "paws-x/es"][0]
+    result = run_p3data(["peek", str(built.out), task, "--vocab", str(SAMPLE_VOCAB), "-n", "1"],
+                        env={**os.environ, ENV_HOME: str(built.home)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"--- {task} [train] example 0" in result.stdout
+    assert "inputs_pretokenized" in result.stdout
 
 
 def test_summary_counts_drops_by_reason(built):

@@ -14,7 +14,7 @@ def run(args: argparse.Namespace) -> int:
     from p3data.taskset import load_definitions
 
     root = cache_root(args.cache_dir)
-    load_definitions().task(args.task)  # an unknown task name fails before any reading
+    spec = load_definitions().task(args.task)  # an unknown name fails before any reading
     if not task_folders(root):  # not advice to build a cache into someone's folder
         raise not_a_cache(root)
     folder = cached_task_folder(root, args.task, args.split)
@@ -22,11 +22,12 @@ def run(args: argparse.Namespace) -> int:
     import seqio
     import tensorflow as tf
 
-    import p3data.tasks  # noqa: F401 - registers the tasks
+    from p3data.registry import register_spec
     from p3data.vocab import set_vocabulary
 
     if args.vocab:
         set_vocabulary(args.vocab)
+    register_spec(spec)  # this task only, of whichever collection (`import p3data.tasks`: T0's)
     seqio.add_global_cache_dirs([root])
     task = seqio.get_mixture_or_task(args.task)
     dataset = task.get_dataset(None, split=args.split, shuffle=False, use_cached=True,
