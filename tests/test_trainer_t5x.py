@@ -18,18 +18,24 @@ from p3data.vocab import SAMPLE_VOCAB, T5_VOCAB
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINING = ROOT / "docs" / "training.md"
-# What T5X's T5 gin files (t5_1_1/base.gin and its siblings) say of the vocabulary.
-T5X_MODEL_GIN = """
+
+
+def model_gin(model_file: str) -> str:
+    """What a T5X model's gin file says of the vocabulary: the model file, nothing else."""
+    return f"""
 from __gin__ import dynamic_registration
 import seqio
 import test_trainer_t5x
 VOCABULARY = @seqio.SentencePieceVocabulary()
-seqio.SentencePieceVocabulary.sentencepiece_model_file = \
-    "gs://t5-data/vocabs/cc_all.32000.100extra/sentencepiece.model"
+seqio.SentencePieceVocabulary.sentencepiece_model_file = "{model_file}"
 test_trainer_t5x.encoder_decoder_model:
   input_vocabulary = %VOCABULARY
   output_vocabulary = %VOCABULARY
 """
+
+
+# T5X's T5 gin files (t5_1_1/base.gin and its siblings)
+T5X_MODEL_GIN = model_gin("gs://t5-data/vocabs/cc_all.32000.100extra/sentencepiece.model")
 
 
 def t5x_command(*, demo: bool = False) -> list[str]:

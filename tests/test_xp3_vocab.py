@@ -15,6 +15,7 @@ import pytest
 import sentencepiece as spm
 from helpers.scripts import SCRIPTS_DIR, script_sentences
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
+from test_trainer_t5x import model_gin
 
 from p3data.dataset_key import DatasetKey
 from p3data.datasets import samples
@@ -24,18 +25,8 @@ from p3data.vocab import MT5, MT5_VOCAB, T5, VocabularyError
 
 ROOT = Path(__file__).resolve().parents[1]
 XP3_DOC = ROOT / "docs" / "xp3.md"
-# What T5X's t5x/examples/t5/mt5/base.gin says of the vocabulary (at 11abdae..cc342d4).
-T5X_MT5_GIN = """
-from __gin__ import dynamic_registration
-import seqio
-import test_trainer_t5x
-VOCABULARY = @seqio.SentencePieceVocabulary()
-seqio.SentencePieceVocabulary.sentencepiece_model_file = \
-    "gs://t5-data/vocabs/mc4.250000.100extra/sentencepiece.model"
-test_trainer_t5x.encoder_decoder_model:
-  input_vocabulary = %VOCABULARY
-  output_vocabulary = %VOCABULARY
-"""
+# T5X's t5x/examples/t5/mt5/base.gin (at 11abdae..cc342d4)
+T5X_MT5_GIN = model_gin("gs://t5-data/vocabs/mc4.250000.100extra/sentencepiece.model")
 XLCOST = DatasetKey("codeparrot/xlcost-text-to-code", "Python-program-level")
 
 
