@@ -166,3 +166,9 @@ def xp3_templates(tmp_path_factory) -> dict[str, Path]:
     for name, spec in TEMPLATE_SETS.items():
         install(name, archive=shared_archive(spec), home=home)
     return {name: installed(name, home=home) for name in TEMPLATE_SETS}
+
+
+@pytest.fixture(scope="session")
+def xp3_home(xp3_templates) -> Path:
+    """The P3DATA_HOME both of xP3's template sets are installed in."""
+    return xp3_templates["xp3"].parents[2]  # <home>/templates/<set>-<commit>/templates

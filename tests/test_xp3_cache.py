@@ -98,11 +98,6 @@ ROWS = {
 
 
 @pytest.fixture(scope="module")
-def xp3_home(xp3_templates) -> Path:
-    return xp3_templates["xp3"].parents[2]  # <home>/templates/<set>-<commit>/templates
-
-
-@pytest.fixture(scope="module")
 def definitions(xp3_home) -> TaskSet:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(ENV_HOME, str(xp3_home))
