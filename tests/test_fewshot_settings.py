@@ -205,7 +205,7 @@ def test_bad_variant_mixtures_are_one_line(kwargs, setting, value):
 # readers or seqio.
 ALLOWED = ("p3data.errors", "p3data.templates", "p3data.datasets", "p3data.t0",
            "p3data.tokenize", "p3data.fewshot", "p3data.dataset_key", "p3data.varints",
-           "p3data.format.features", "p3data.taskset")
+           "p3data.vocab", "p3data.format.features", "p3data.taskset")
 
 
 def test_the_package_imports_only_lower_layers():
