@@ -27,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.vocab:
         set_vocabulary(args.vocab)
-    register_spec(spec)  # this task only, of whichever collection (`import p3data.tasks`: T0's)
+    if args.task not in seqio.TaskRegistry.names():  # this task only, of any collection
+        register_spec(spec)
     seqio.add_global_cache_dirs([root])
     task = seqio.get_mixture_or_task(args.task)
     dataset = task.get_dataset(None, split=args.split, shuffle=False, use_cached=True,
