@@ -19,13 +19,14 @@ from p3data.vocab import SAMPLE_VOCAB, set_vocabulary
 os.environ["NO_GCE_CHECK"] = "true"
 
 # The tiers (docs/testing.md): a test that uses one of these fixtures carries its marker, and
-# every test marked `env`, `trainer`, `crash` or `server` is `slow` (`make test-fast` skips them).
+# every test marked `env`, `trainer`, `crash`, `server` or `stock` is `slow` (`make test-fast`
+# skips them).
 FIXTURE_MARKERS = {
     "demo_cache": "trainer",  # the whole t0_train mixture, built for the tests that train on it
     "worker_venv": "env", "wheel_venv": "env", "mesh_tf_env": "env",  # from PyPI
     "gcs_server": "server",
 }
-SLOW_MARKERS = ("env", "trainer", "crash", "server")
+SLOW_MARKERS = ("env", "trainer", "crash", "server", "stock")
 # The units xdist hands its workers (`--dist loadgroup`): the tests that share an expensive
 # session fixture, which the worker that runs them builds once; else a module's tests, so that
 # its module-scoped fixtures (a cache most of its tests read) are built once, not on each worker.

@@ -59,6 +59,7 @@ STOCK = ["super_glue_rte_GPT_3_style_5shot", "super_glue_copa_exercise_score_eva
          "story_cloze_2016_Answer_Given_options_score_eval_1shot"]
 
 
+@pytest.mark.stock
 def test_stock_seqio_cache_tasks_makes_the_same_examples(built, tmp_path):
     """`seqio_cache_tasks --module_import=p3data.tasks`, the stock command line, on the same
     rows and vocabulary, in two shards."""

@@ -156,6 +156,7 @@ def stock(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.stock
 def test_a_stock_seqio_cache_is_read_and_indexed(stock, built, samples_in_seqio):
     import seqio
 

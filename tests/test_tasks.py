@@ -141,6 +141,7 @@ def stock_cache(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.stock
 @pytest.mark.parametrize("name", CACHED_TASKS)
 def test_stock_cache_reads_back_like_on_the_fly(stock_cache, name):
     assert (stock_cache / name / "COMPLETED").exists()
@@ -148,10 +149,12 @@ def test_stock_cache_reads_back_like_on_the_fly(stock_cache, name):
     assert_same_examples(read_examples(name, split, stock_cache), read_examples(name, split))
 
 
+@pytest.mark.stock
 def test_stock_cache_feeds_the_packing_feature_converter(stock_cache):
     assert_packs("super_glue_copa_exercise", "validation", stock_cache)
 
 
+@pytest.mark.stock
 def test_stock_and_p3data_caches_decode_to_the_same_examples(stock_cache, tmp_path):
     run_cache(tmp_path, "--tasks", "|".join(CACHED_TASKS))
     for name in CACHED_TASKS:

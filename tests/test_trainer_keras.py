@@ -6,15 +6,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import keras
-import keras_hub
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from p3data.read import PackedStream, mixture_sampler, open_cache
 from p3data.read.adapters import tf_dataset
+
+if TYPE_CHECKING:  # imported where used: collecting every test module costs ~5 s less
+    import keras
+    import keras_hub
 
 ROOT = Path(__file__).resolve().parents[1]
 INPUTS, TARGETS = 128, 32
@@ -25,6 +28,9 @@ X = ("encoder_token_ids", "encoder_padding_mask", "decoder_token_ids", "decoder_
 def tiny_t5(*, reduction: str = "mean_with_sample_weight") -> keras_hub.models.T5Seq2SeqLM:
     """trainers.md's tiny T5 1.1 in keras-hub, seeded, no dropout; its loss the mean over the
     weighted (target) tokens."""
+    import keras
+    import keras_hub
+
     keras.utils.set_random_seed(0)
     backbone = keras_hub.models.T5Backbone(
         vocabulary_size=7341, num_layers=2, num_heads=4, hidden_dim=64, intermediate_dim=128,

@@ -80,6 +80,7 @@ def run_python(code: str, *args: str, env: dict[str, str] | None = None,
     return result.stdout
 
 
+@pytest.mark.stock
 def test_the_tasks_vocabulary_equals_seqios_before_and_after_first_use():
     """In a fresh process, so the registry's vocabulary has not been used yet."""
     probe = """
@@ -118,6 +119,7 @@ def check_the_t5_flags() -> None:
     assert model()[0].sentencepiece_model_file == T5_VOCAB
 
 
+@pytest.mark.stock
 def test_t5x_passes_its_vocabulary_check_with_the_documented_flags():
     """In a fresh process with the tasks' default vocabulary (T5's), as T5X starts: the
     registry's vocabulary is chosen once, at first use, so this test's own process may have
@@ -137,6 +139,7 @@ def check_flags(bindings: list[str]) -> None:
     t5x_vocabulary_check("t0_train", gin.get_configurable(encoder_decoder_model)())
 
 
+@pytest.mark.stock
 def test_the_demo_caches_t5x_flags_pass_its_vocabulary_check_spelt_as_p3data_vocab():
     """docs/training.md's command for the demo cache: `P3DATA_VOCAB` is the sample model and
     the gin flag that very string, which T5X's check passes, from the source tree as the page

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-from torch.utils.data import DataLoader
-from transformers import T5Config, T5ForConditionalGeneration
 
 from p3data.errors import P3DataError
 from p3data.read import PackedStream, mixture_sampler, open_cache, pack
 from p3data.read.adapters import torch_stream
 from p3data.read.hf import IGNORED, t5_forward, t5_inputs
+
+if TYPE_CHECKING:  # torch and transformers are imported where used: collecting costs ~13 s
+    from transformers import T5ForConditionalGeneration
 
 ROOT = Path(__file__).resolve().parents[1]
 LENGTHS = {"inputs": 256, "targets": 32}
@@ -31,6 +32,7 @@ PACKED = (*PADDED, "encoder_segment_ids", "decoder_segment_ids", "encoder_positi
 def one_thread():
     """torch on one thread: on a shared CPU its second thread spins waiting for the first (10
     steps took 8x the CPU time and 7x the time on 2 busy cores, measured)."""
+    import torch
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
@@ -40,6 +42,8 @@ def one_thread():
 def tiny_t5(attention: str = "eager") -> T5ForConditionalGeneration:
     """trainers.md's tiny T5 1.1 for the sample vocabulary, seeded; no dropout (a test's
     losses are then the same on every run)."""
+    import torch
+    from transformers import T5Config, T5ForConditionalGeneration
     torch.manual_seed(0)
     return T5ForConditionalGeneration(T5Config(
         vocab_size=7341, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4,
@@ -49,6 +53,8 @@ def tiny_t5(attention: str = "eager") -> T5ForConditionalGeneration:
 
 def train(cache: Path, *, packed: bool) -> tuple[list[float], dict, T5ForConditionalGeneration]:
     """STEPS steps of AdamW on the mixture; the losses, the first batch and the model."""
+    import torch
+    from torch.utils.data import DataLoader
     stream = PackedStream(mixture_sampler(open_cache(str(cache)), "t0_train", seed=42), LENGTHS,
                           pack=packed)
     model = tiny_t5()
@@ -74,6 +80,7 @@ def assert_learns(losses: list[float]) -> None:
 
 def assert_user_batch(batch: dict, names: tuple[str, ...]) -> None:
     """What a DataLoader over the stream gives: int32 tensors, [batch, length]."""
+    import torch
     assert tuple(batch) == names
     for name, tensor in batch.items():
         length = LENGTHS["inputs" if name.startswith("encoder") else "targets"]
@@ -81,6 +88,7 @@ def assert_user_batch(batch: dict, names: tuple[str, ...]) -> None:
 
 
 def test_a_tiny_t5_learns_from_padded_rows(demo_cache):
+    import torch
     losses, batch, model = train(demo_cache, packed=False)
     assert_learns(losses)
     assert_user_batch(batch, PADDED)
@@ -96,6 +104,7 @@ def test_a_tiny_t5_learns_from_padded_rows(demo_cache):
 
 
 def test_a_tiny_t5_learns_from_packed_rows(demo_cache):
+    import torch
     losses, batch, _ = train(demo_cache, packed=True)
     assert_learns(losses)
     assert_user_batch(batch, PACKED)
@@ -119,6 +128,7 @@ def test_a_tiny_t5_learns_from_packed_rows(demo_cache):
 def token_nll(model: T5ForConditionalGeneration, rows: list[dict]) -> np.ndarray:
     """The negative log-likelihood of each weighted target token of the rows, in stream order
     (packed rows keep their examples' order)."""
+    import torch
     batch = {name: np.stack([row[name] for row in rows]) for name in rows[0]}
     with torch.no_grad():
         logits = t5_forward(model, batch).logits
@@ -150,6 +160,7 @@ def test_packed_rows_score_their_examples_as_padded_rows_do(demo_cache, attentio
 
 def test_masks_of_one_packed_row():
     """Two examples in one row: who attends whom, entry by entry."""
+    import torch
     examples = [{"inputs": [5, 6, 1], "targets": [7, 1]}, {"inputs": [8, 1], "targets": [9, 4, 1]}]
     (row,) = pack(examples, {"inputs": 6, "targets": 6})  # one row of 2, then padding
     inputs = t5_inputs(row)  # a single row: a batch of one

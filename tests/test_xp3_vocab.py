@@ -133,6 +133,7 @@ def check_mt5_flags(bindings: list[str], task: str) -> None:
     t5x_vocabulary_check(task, gin.get_configurable(encoder_decoder_model)())
 
 
+@pytest.mark.stock
 def test_t5x_passes_its_vocabulary_check_with_the_documented_flags(xp3_home, xp3_model):
     """In fresh processes, as T5X starts: mT5's default with no flag; the offline sample model
     named by `P3DATA_VOCAB` and the gin flag, spelt alike, before and after first use."""

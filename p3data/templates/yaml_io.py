@@ -6,6 +6,7 @@ pandas and pkg_resources. Here the two tags map onto plain dataclasses through a
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -45,20 +46,38 @@ def _constructor(kind: type[_Tagged]):
 _Loader.add_constructor("!Template", _constructor(_TemplateNode))
 _Loader.add_constructor("!TemplateMetadata", _constructor(_MetadataNode))
 
+# (file, origin, digest of its text) -> what it parsed to: one entry per version of a file read
+_PARSED: dict[tuple[Path, str, bytes], tuple[str, str | None, tuple[Template, ...]]] = {}
 _TEMPLATE_KEYS = {"id", "name", "jinja", "reference", "metadata", "answer_choices"}
 # `languages` is newer promptsource's (the xP3 fork's) list of the prompt's languages
 _METADATA_KEYS = {"original_task", "choices_in_prompt", "metrics", "languages"}
 
 
 def read_template_file(path: Path, origin: str = "") -> tuple[str, str | None, list[Template]]:
-    """Parse one `templates.yaml`; returns (dataset, subset, templates in file order)."""
+    """Parse one `templates.yaml`; returns (dataset, subset, templates in file order).
+
+    A file read again with the same bytes is not parsed again (templates are immutable):
+    building PyYAML's objects is most of the cost of defining the tasks, which a process that
+    runs several commands or builds (a test session, a command server) would pay each time."""
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise TemplateFileError(path, f"cannot read: {err}") from None
+    key = (path, origin, hashlib.blake2b(text.encode(), digest_size=16).digest())
+    if (parsed := _PARSED.get(key)) is None:
+        parsed = _PARSED[key] = _parse(path, origin, text)
+    dataset, subset, templates = parsed
+    return dataset, subset, list(templates)
+
+
+def _parse(path: Path, origin: str, text: str) -> tuple[str, str | None, tuple[Template, ...]]:
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         raise TemplateFileError(path, f"malformed YAML: {at}{err.problem or err}") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+    except yaml.YAMLError as err:
         raise TemplateFileError(path, f"cannot read: {err}") from None
     if not isinstance(data, dict) or not isinstance(data.get("templates"), dict):
         raise TemplateFileError(path, "expected a mapping with a 'templates' mapping")
@@ -68,10 +87,10 @@ def read_template_file(path: Path, origin: str = "") -> tuple[str, str | None, l
     subset = data.get("subset")
     if subset is not None and not isinstance(subset, str):
         raise TemplateFileError(path, f"'subset' must be a string, not {subset!r}")
-    templates = [
+    templates = tuple(
         _to_template(path, origin=origin, dataset=dataset, subset=subset, key=key, node=node)
         for key, node in data["templates"].items()
-    ]
+    )
     return dataset, subset, templates
 
 

@@ -1,13 +1,15 @@
 """Run the `p3data` command in a fresh process without paying its start-up each time.
 
-A test worker starts one server process that imports p3data's command line and Beam once
-(some 4 seconds of CPU, most of a small build's cost) and imports nothing else; for each
-command it forks a child, which takes the test's arguments, environment and folder, writes
-its output to files and exits with the command's exit code, as the `p3data` executable would
-(`sys.argv[0]` is that executable, exit handlers run). Only what the server imported is
-shared, before any command ran: every command starts from the state a new process has, but
-for what those imports read from the environment as the server started (google-auth's
-NO_GCE_CHECK: tests/conftest.py sets it for every process).
+A test worker starts one server process that imports p3data's commands and the Beam runner
+they use once (some 4 seconds of CPU, most of a small build's cost) and parses the bundled
+templates once (`warm_up`); for each command it forks a child, which takes the test's
+arguments, environment and folder, writes its output to files and exits with the command's
+exit code, as the `p3data` executable would (`sys.argv[0]` is that executable, exit handlers
+run). Only what the server imported and parsed is shared, before any command ran: every
+command starts from the state a new process has, but for what those imports read from the
+environment as the server started (google-auth's NO_GCE_CHECK: tests/conftest.py sets it for
+every process) and for template files it need not parse again (p3data keeps a file's parse
+by the digest of its bytes, so a changed file is parsed anew).
 
     run_p3data(["cache", ...], env=..., cwd=..., timeout=...) -> subprocess.CompletedProcess
 
@@ -109,14 +111,39 @@ def _child(request: dict) -> None:
         os._exit(code)
 
 
+# What a command imports as it runs (a build's Beam runner among them): imported by `warm_up`.
+_COMMAND_MODULES = ("p3data.cli", "p3data.commands", "p3data.pipelines",
+                    "apache_beam.runners.direct.direct_runner",
+                    "apache_beam.runners.portability.fn_api_runner",
+                    "apache_beam.runners.portability.portable_runner",
+                    "apache_beam.runners.worker.sdk_worker_main")
+
+
+def warm_up() -> None:
+    """Pay once what every forked command would: importing p3data's commands (not
+    `p3data.tasks`, whose import registers tasks) and Beam's runner, and parsing the bundled
+    templates. A failure here is left to the commands, which meet it themselves."""
+    import contextlib
+    import importlib
+    import pkgutil
+
+    from p3data.errors import P3DataError
+    from p3data.taskset import load_definitions
+
+    for name in _COMMAND_MODULES:
+        module = importlib.import_module(name)
+        if name.startswith("p3data.") and hasattr(module, "__path__"):  # a package: its modules
+            for info in pkgutil.iter_modules(module.__path__, f"{name}."):
+                importlib.import_module(info.name)
+    with contextlib.suppress(P3DataError):
+        load_definitions(["t0"])
+
+
 def serve() -> None:
     """Import once, then fork a child per request line; reply its pid, then its exit code."""
     import logging
 
-    import apache_beam  # noqa: F401 - the start-up every command would pay
-
-    import p3data.cli  # noqa: F401
-
+    warm_up()
     # Beam logs a warning as it is imported, which gives the root logger a handler: a new
     # process has none until p3data's console is configured (before it imports Beam).
     logging.root.handlers.clear()

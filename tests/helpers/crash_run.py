@@ -12,9 +12,10 @@ to its end; a file it writes in the output folder with Python's own `open` (nump
 pathlib's writes: the exemplar pools' files), which is not one of the operations counted,
 opens and then fails at its first write, naming no file, as on a real full disk. `rerun`: a
 child finishes each OUTPUTS/K with `--force` (the dead run's lock is left behind, as after a
-real kill -9). This process imports p3data and Beam once and forks a child per point, so a
-crash costs a fraction of a second. With `--target URL` (a gs:// folder)
-the builds go to URL/K instead, on the object store, and OUTPUTS keeps only the logs.
+real kill -9). This process imports p3data and Beam and parses the templates once
+(`command_server.warm_up`), and forks a child per point, so a crash costs a fraction of a
+second. With `--target URL` (a gs:// folder) the builds go to URL/K instead, on the object
+store, and OUTPUTS keeps only the logs.
 
 File operations are fsspec's local `open` for writing, `mv` and `rm`, which is how p3data
 starts, commits and removes every file of a cache on disk; on gs://, gcsfs's object uploads
@@ -232,6 +233,9 @@ def _child(out: Path | str, mode: str, crash_at: int, cache_args: list[str], *,
 
 
 def main() -> int:
+    from command_server import warm_up  # beside this script
+
+    warm_up()  # what each forked child would pay
     split = sys.argv.index("--")
     mode, outputs, points, *rest = sys.argv[1:split]
     target = rest[rest.index("--target") + 1] if "--target" in rest else None
