@@ -4,7 +4,9 @@ tmp folder. Each keeps pip, for what a test asks of it (`pip list`, `pip check`)
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,8 +52,21 @@ class Venv:
         """`pip install args`, done by uv (`UV`): the same packages, in seconds, from uv's
         cache once any environment of the run has downloaded them."""
         result = self.run(UV, "pip", "install", "--quiet", "--python", self.python, *args,
-                          timeout=timeout)
+                          timeout=timeout, env=_find_links())
         assert result.returncode == 0, f"uv pip install {args} failed:\n{result.stderr[-4000:]}"
+
+
+@functools.cache
+def _find_links() -> dict[str, str]:
+    """Where pip's configuration looks for wheels besides PyPI (this machine's CPU build of
+    torch, which the pins name), for uv (`UV_FIND_LINKS`), unless the caller set it (the
+    Makefile does): so that `pytest` run directly builds what `make test` builds."""
+    if "UV_FIND_LINKS" in os.environ:
+        return {}
+    listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"],
+                            capture_output=True, text=True).stdout
+    found = re.search(r"find-links='([^']*)'", listed)
+    return {"UV_FIND_LINKS": found.group(1)} if found else {}
 
 
 def make_venv(root: Path, *requirements: str | os.PathLike, python: str = sys.executable
