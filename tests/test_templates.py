@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from helpers.templates import template_entry, write_templates
 
@@ -101,3 +103,16 @@ def test_unknown_dataset_and_template_names():
         collection.template("super_glue", "copa", "nope")
     with pytest.raises(NotFoundError, match="did you mean 'exercise'"):
         collection.template("super_glue", "copa", "exercice")
+
+
+def test_a_template_file_changed_in_place_is_read_anew(template_dir):
+    """A file's parse is kept by the digest of its bytes: rewritten within the same clock tick
+    and at the same length, the new text is what the next collection reads."""
+    path = write_templates(template_dir, "toy", None, template_entry("id-1", "one", "{{x}} ||| a"))
+    collection = TemplateCollection([TemplateSource(template_dir, "test")])
+    assert collection.get("toy")["one"].jinja == "{{x}} ||| a"
+    before = path.stat()
+    path.write_text(path.read_text().replace("||| a", "||| b"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # as if in the same tick
+    again = TemplateCollection([TemplateSource(template_dir, "test")])
+    assert again.get("toy")["one"].jinja == "{{x}} ||| b"
