@@ -355,6 +355,7 @@ def test_an_unfinished_task_asked_for_is_named_and_fails_the_run(cache, tmp_path
     assert not (out / "super_glue_copa_exercise").exists()
 
 
+@pytest.mark.crash  # kills the command before each of its file operations
 def test_a_killed_export_is_finished_by_a_rerun(cache, tmp_path):
     """Killed before any of its file operations, an export leaves a folder its rerun knows
     as its own (not refused as the user's), and the rerun (taking over the dead run's lock)

@@ -196,6 +196,7 @@ def crash_index(outputs: Path, points: list[int], base: Path) -> list[int]:
     return [int((outputs / f"{point}.code").read_text()) for point in points]
 
 
+@pytest.mark.crash  # kills the command before each of its file operations
 def test_a_killed_index_is_named_by_verify_and_finished_by_a_rerun(built, tmp_path):
     """Killed before any of its file operations, `p3data index` leaves the data sound: verify
     says a p3data index was interrupted and to rerun it (not to rebuild the task), and the
