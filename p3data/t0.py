@@ -30,7 +30,7 @@ from p3data.templates.collection import damaged, promptsource_dir
 from p3data.templates.render import T0_RULE, RowRule, RowStep
 
 if TYPE_CHECKING:
-    from p3data.taskset import TaskSet
+    from p3data.taskset import SplitCap, TaskSet
 
 MAX_EXAMPLES_PER_DATASET = 500_000
 SCORE_EVAL_SUFFIX = "_score_eval"
@@ -89,6 +89,7 @@ class TaskSpec:
     cap: int = 0  # T0's training rate for this task
     row_rule: RowRule = T0_RULE  # how a render becomes an example (xP3's tasks: `XP3Rule`)
     dataset_step: RowStep | None = None  # on each row before templating (xP3's tasks' STEPS)
+    split_cap: SplitCap | None = None  # examples kept per split (xP3's tasks' cap)
 
     @property
     def base_name(self) -> str:

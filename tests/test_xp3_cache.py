@@ -6,13 +6,12 @@ the same dataset split are their own jobs, built as they always were."""
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers.cache import read_examples, run_cache, tree
+from helpers.cache import read_examples, render_collection, run_cache, task_args, tree
 
 from p3data.builder import fingerprint
 from p3data.builder.jobs import CacheConfig
@@ -119,10 +118,6 @@ def data_dir(tmp_path_factory) -> Path:
     return root
 
 
-def _tasks(*names: str) -> list[str]:
-    return [arg for name in names for arg in ("--tasks", re.escape(name))]
-
-
 @dataclass(frozen=True)
 class Build:
     out: Path  # the cache
@@ -135,7 +130,7 @@ class Build:
 def built(xp3_home, data_dir, tmp_path_factory) -> Build:
     """xP3's tasks and T0's glue/mrpc task in one run, 2 rows per source shard."""
     out = tmp_path_factory.mktemp("xp3_cache")
-    result = run_cache(out, *_tasks(*XP3_TASKS, T0_MRPC), "--rows-per-shard", "2",
+    result = run_cache(out, *task_args(*XP3_TASKS, T0_MRPC), "--rows-per-shard", "2",
                        data_dir=data_dir, env={ENV_HOME: str(xp3_home)})
     return Build(out, result.stdout, data_dir, xp3_home)
 
@@ -154,22 +149,6 @@ def registered(definitions) -> TaskSet:
     return definitions
 
 
-def _render(collection: str, config: str, rows: Path, home: Path) -> list[dict]:
-    """`p3data render --collection ... --dropped`'s records."""
-    import contextlib
-    import io
-
-    from p3data.cli import main
-
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), \
-            contextlib.redirect_stderr(io.StringIO()):
-        patch.setenv(ENV_HOME, str(home))
-        assert main(["render", "--collection", collection, config, "--rows", str(rows),
-                     "--dropped"]) == 0
-    return [json.loads(line) for line in out.getvalue().splitlines()]
-
-
 @pytest.mark.parametrize("collection, config", list(CONFIGS))
 def test_cached_examples_are_what_render_gives(collection, config, built, registered):
     """Stock seqio reads from the cache exactly the examples the render command gives for the
@@ -178,7 +157,7 @@ def test_cached_examples_are_what_render_gives(collection, config, built, regist
         spec = registered.task(name)
         for split, source in spec.split_mapping.items():
             rows = Path(spec.entry.key.folder(built.data), f"{source}.jsonl")
-            records = [r for r in _render(collection, config, rows, built.home)
+            records = [r for r in render_collection(collection, config, rows, built.home)
                        if r["template"] == spec.template.name]
             want = [(r["inputs"], r["targets"]) for r in records if "dropped" not in r]
             got = [(e["inputs_pretokenized"].decode(), e["targets_pretokenized"].decode())
@@ -243,7 +222,7 @@ def test_t0_task_beside_xp3_is_built_as_alone(built, tmp_path):
     """T0's task over glue/mrpc, built in the same run as xP3's task over the same splits (same
     template text, other row rule), is byte for byte T0's task built alone."""
     out, alone = built.out, tmp_path / "alone"
-    run_cache(alone, *_tasks(T0_MRPC), "--rows-per-shard", "2", data_dir=built.data)
+    run_cache(alone, *task_args(T0_MRPC), "--rows-per-shard", "2", data_dir=built.data)
     assert tree(alone / T0_MRPC) == tree(out / T0_MRPC)
     assert read_manifest(str(out / T0_MRPC)).fingerprint != read_manifest(
         str(out / "xp3_glue_mrpc_equivalent")).fingerprint
