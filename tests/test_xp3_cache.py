@@ -42,6 +42,9 @@ CONFIGS = {
                                        "xp3_GEM_wiki_lingua_en_fr_tldr_en"],
     ("xp3", "mlqa/mlqa.es.es"): ["xp3_mlqa_mlqa.es.es_xp3longcontinue"],
     ("xp3", "glue/mrpc"): ["xp3_glue_mrpc_equivalent"],  # T0's entry, and T0's task beside it
+    # one template name, in English (xP3's) and Arabic (xP3mt's), over one split in one run
+    ("xp3", "xquad/xquad.ar"): ["xp3_xquad_xquad.ar_read_passage"],
+    ("xp3mt", "xquad/xquad.ar"): ["xp3mt_xquad_xquad.ar_read_passage"],
 }
 XP3_TASKS = [task for tasks in CONFIGS.values() for task in tasks]
 
@@ -89,6 +92,9 @@ ROWS = {
                                                   ("fr", "en"), ("fr", "en"), ("en", "fr")])]
         for split in ("train", "test")},
     ("mlqa", "mlqa.es.es"): {"test": [_mlqa(0, True), _mlqa(1, False), _mlqa(2, True)]},
+    ("xquad", "xquad.ar"): {"validation": [
+        {"id": f"q{i}", "context": f"نهر النيل {i} أطول نهر.", "question": "ما أطول نهر؟",
+         "answers": {"text": ["النيل"], "answer_start": [4]}} for i in range(3)]},
     ("glue", "mrpc"): {split: [{"sentence1": f"The cat {i} sat.", "sentence2": f"A cat {i} "
                                 "sat.", "label": i % 2, "idx": i} for i in range(3)]
                        for split in ("train", "validation", "test")},

@@ -51,7 +51,8 @@ class TaskOutput:
 @dataclass(frozen=True)
 class SplitJob:
     """One pass over a dataset split serves every selected task that reads it with the same
-    row rule, dataset step and cap (T0's tasks and xP3's over one split are two jobs)."""
+    row rule, dataset step and cap (T0's tasks and xP3's over one split are two jobs), and
+    templates of different names (`apart` counts the jobs a name given twice adds)."""
 
     entry: DatasetEntry
     source_split: str
@@ -59,14 +60,17 @@ class SplitJob:
     rule: RowRule = T0_RULE
     step: RowStep | None = None
     split_cap: SplitCap | None = None
+    apart: int = 0
 
     @property
     def rendering(self) -> str:
-        """Empty for T0's way; else a digest of `rendering_record` and the cap, which tells
-        apart the units of jobs over the same split."""
+        """Empty for T0's way; else a digest of `rendering_record`, the cap and `apart`, which
+        tells apart the units of jobs over the same split."""
         record = rendering_record(self.rule, self.step)
         if self.split_cap is not None:
             record = {**(record or {}), "split_cap": [self.split_cap.cap, self.split_cap.pool]}
+        if self.apart:
+            record = {**(record or {}), "apart": self.apart}
         if record is None:
             return ""
         return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:12]

@@ -151,7 +151,7 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
             plan.tasks[spec.name] = info
     pools = []
     for (key, source_split), pairs in readers.items():
-        for (rule, step, cap), readers_alike in _by_rendering(pairs).items():
+        for (rule, step, cap, apart), readers_alike in _by_rendering(pairs).items():
             shards = listed.get((key, source_split), ([], {}))[0]
             outputs = tuple(
                 TaskOutput(spec.name, split, spec.template, spec.score_eval,
@@ -163,7 +163,8 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
                 if spec.name in plan.tasks and split in plan.tasks[spec.name].splits)
             if not outputs:
                 continue
-            job = SplitJob(readers_alike[0][0].entry, source_split, outputs, rule, step, cap)
+            job = SplitJob(readers_alike[0][0].entry, source_split, outputs, rule, step, cap,
+                           apart)
             plan.units += [WorkUnit(job, shard, i, len(shards), _earlier_parts(
                 config, job, i, listing)) for i, shard in enumerate(shards)]
             pools += [out.variant.pool for out in outputs if out.variant and out.variant.pool]
@@ -173,17 +174,24 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
     return plan
 
 
-Rendering = tuple[RowRule, RowStep | None, SplitCap | None]
+Rendering = tuple[RowRule, RowStep | None, SplitCap | None, int]
 
 
 def _by_rendering(pairs: list[tuple[TaskDef, str]]
                   ) -> dict[Rendering, list[tuple[TaskDef, str]]]:
     """A dataset split's (task, task split) readers by how their rows become examples (row
-    rule, dataset step, cap): a job renders its rows one way."""
+    rule, dataset step, cap): a job renders its rows one way, and each template name once (a
+    worker knows templates by name), so a template named as another one of its job goes to a
+    job apart (xP3's and xP3mt's `read_passage` of `xquad/xquad.ar`: English and Arabic)."""
     groups: dict[Rendering, list[tuple[TaskDef, str]]] = {}
+    named: dict[Rendering, dict[str, tuple]] = {}
     for spec, split in pairs:
-        key = (spec.row_rule, spec.dataset_step, spec.split_cap)
-        groups.setdefault(key, []).append((spec, split))
+        way, apart = (spec.row_rule, spec.dataset_step, spec.split_cap), 0
+        template = spec.template
+        same = (template.id, template.jinja, template.answer_choices)
+        while named.setdefault((*way, apart), {}).setdefault(template.name, same) != same:
+            apart += 1
+        groups.setdefault((*way, apart), []).append((spec, split))
     return groups
 
 
