@@ -31,7 +31,7 @@ from p3data.templates.render import T0_RULE, RowRule, RowStep
 from p3data.vocab import T5, Vocabulary
 
 if TYPE_CHECKING:
-    from p3data.taskset import TaskSet
+    from p3data.taskset import SplitCap, TaskSet
 
 MAX_EXAMPLES_PER_DATASET = 500_000
 SCORE_EVAL_SUFFIX = "_score_eval"
@@ -91,6 +91,7 @@ class TaskSpec:
     row_rule: RowRule = T0_RULE  # how a render becomes an example (xP3's tasks: `XP3Rule`)
     dataset_step: RowStep | None = None  # on each row before templating (xP3's tasks' STEPS)
     vocabulary: Vocabulary = T5  # what it is tokenized with (xP3's tasks: mT5's)
+    split_cap: SplitCap | None = None  # examples kept per split (xP3's tasks' cap)
 
     @property
     def base_name(self) -> str:

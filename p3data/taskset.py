@@ -39,6 +39,19 @@ LISTED_BY = "p3data list"  # where the known task names are listed, and the mixt
 MIXTURES_LISTED_BY = "p3data list --mixtures"
 
 
+@dataclass(frozen=True)
+class SplitCap:
+    """At most `cap` examples of each split of a task, chosen among `pool` candidate rows
+    (xP3's recipe: 100,000 among 500,000; `p3data.builder.selection` chooses them)."""
+
+    cap: int
+    pool: int
+
+    def scaled(self, cap: int | None) -> SplitCap:
+        """This cap with `cap` examples instead (None: as it is), the pool in proportion."""
+        return self if cap is None else SplitCap(cap, -(-self.pool * cap // self.cap))
+
+
 class TaskDef(Protocol):
     """What every task spec offers the builder, the registry and the commands."""
 
@@ -68,6 +81,9 @@ class TaskDef(Protocol):
 
     @property
     def vocabulary(self) -> Vocabulary: ...  # its collection's (`p3data.vocab.T5`, `MT5`)
+
+    @property
+    def split_cap(self) -> SplitCap | None: ...  # examples kept per split (T0's: no cap)
 
 
 class MixtureDef(Protocol):

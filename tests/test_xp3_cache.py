@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers.cache import read_examples, run_cache
+from helpers.cache import read_examples, render_collection, run_cache, task_args
 
 from p3data.builder import fingerprint
 from p3data.builder.jobs import CacheConfig
@@ -44,6 +43,9 @@ CONFIGS = {
                                        "xp3_GEM_wiki_lingua_en_fr_tldr_en"],
     ("xp3", "mlqa/mlqa.es.es"): ["xp3_mlqa_mlqa.es.es_xp3longcontinue"],
     ("xp3", "glue/mrpc"): ["xp3_glue_mrpc_equivalent"],  # over T0's catalog entry
+    # one template name, in English (xP3's) and Arabic (xP3mt's), over one split in one run
+    ("xp3", "xquad/xquad.ar"): ["xp3_xquad_xquad.ar_read_passage"],
+    ("xp3mt", "xquad/xquad.ar"): ["xp3mt_xquad_xquad.ar_read_passage"],
 }
 XP3_TASKS = [task for tasks in CONFIGS.values() for task in tasks]
 
@@ -91,6 +93,9 @@ ROWS = {
                                                   ("fr", "en"), ("fr", "en"), ("en", "fr")])]
         for split in ("train", "test")},
     ("mlqa", "mlqa.es.es"): {"test": [_mlqa(0, True), _mlqa(1, False), _mlqa(2, True)]},
+    ("xquad", "xquad.ar"): {"validation": [
+        {"id": f"q{i}", "context": f"نهر النيل {i} أطول نهر.", "question": "ما أطول نهر؟",
+         "answers": {"text": ["النيل"], "answer_start": [4]}} for i in range(3)]},
     ("glue", "mrpc"): {split: [{"sentence1": f"The cat {i} sat.", "sentence2": f"A cat {i} "
                                 "sat.", "label": i % 2, "idx": i} for i in range(3)]
                        for split in ("train", "validation", "test")},
@@ -115,10 +120,6 @@ def data_dir(tmp_path_factory) -> Path:
     return root
 
 
-def _tasks(*names: str) -> list[str]:
-    return [arg for name in names for arg in ("--tasks", re.escape(name))]
-
-
 @dataclass(frozen=True)
 class Build:
     out: Path  # the cache
@@ -131,7 +132,7 @@ class Build:
 def built(xp3_home, data_dir, tmp_path_factory) -> Build:
     """xP3's tasks in one run, 2 rows per source shard."""
     out = tmp_path_factory.mktemp("xp3_cache")
-    result = run_cache(out, *_tasks(*XP3_TASKS), "--rows-per-shard", "2",
+    result = run_cache(out, *task_args(*XP3_TASKS), "--rows-per-shard", "2",
                        data_dir=data_dir, env={ENV_HOME: str(xp3_home)})
     return Build(out, result.stdout, data_dir, xp3_home)
 
@@ -150,22 +151,6 @@ def registered(definitions) -> TaskSet:
     return definitions
 
 
-def _render(collection: str, config: str, rows: Path, home: Path) -> list[dict]:
-    """`p3data render --collection ... --dropped`'s records."""
-    import contextlib
-    import io
-
-    from p3data.cli import main
-
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), \
-            contextlib.redirect_stderr(io.StringIO()):
-        patch.setenv(ENV_HOME, str(home))
-        assert main(["render", "--collection", collection, config, "--rows", str(rows),
-                     "--dropped"]) == 0
-    return [json.loads(line) for line in out.getvalue().splitlines()]
-
-
 @pytest.mark.parametrize("collection, config", list(CONFIGS))
 def test_cached_examples_are_what_render_gives(collection, config, built, registered):
     """Stock seqio reads from the cache exactly the examples the render command gives for the
@@ -174,7 +159,7 @@ def test_cached_examples_are_what_render_gives(collection, config, built, regist
         spec = registered.task(name)
         for split, source in spec.split_mapping.items():
             rows = Path(spec.entry.key.folder(built.data), f"{source}.jsonl")
-            records = [r for r in _render(collection, config, rows, built.home)
+            records = [r for r in render_collection(collection, config, rows, built.home)
                        if r["template"] == spec.template.name]
             want = [(r["inputs"], r["targets"]) for r in records if "dropped" not in r]
             got = [(e["inputs_pretokenized"].decode(), e["targets_pretokenized"].decode())
@@ -254,7 +239,7 @@ def test_t0_and_xp3_tasks_are_not_one_cache(built, tmp_path):
     """T0's task over glue/mrpc and xP3's over the same split are tokenized with T5's and
     mT5's vocabularies: asked for together, the run refuses in one line and writes nothing."""
     out = tmp_path / "mixed"
-    result = run_cache(out, *_tasks(T0_MRPC, "xp3_glue_mrpc_equivalent"), data_dir=built.data,
+    result = run_cache(out, *task_args(T0_MRPC, "xp3_glue_mrpc_equivalent"), data_dir=built.data,
                        env={ENV_HOME: str(built.home)}, check=False)
     assert result.returncode != 0
     assert ("p3data: error: the tasks asked for are tokenized with T5's and mT5's vocabularies: "

@@ -10,6 +10,10 @@ the recorded lengths (`write_shard`, per shard); then `finish_split` writes the 
 every shard's digest. A split of one part needs no dealt file: its part is dealt straight into
 the output shards, whose names and digests go to `finish_split` through the graph.
 
+A capped task split (xP3's) past its cap keeps the examples of smallest sort key over all its
+parts (`builder.selection`), in source order: the parts' records, dealt as above, less those
+past the threshold its parts' keys give (`triage_split`).
+
 A rebuild first withdraws the old build (`completion.withdraw`, before any worker writes),
 keeping the files of splits an earlier run of the same build assembled (`reusable_record`).
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from itertools import compress
 
 import numpy as np
 
@@ -26,6 +31,7 @@ from p3data import fs
 from p3data.batching import batched
 from p3data.builder import work_folder as work
 from p3data.builder.jobs import CacheConfig, TaskInfo, task_folder
+from p3data.builder.selection import SortKey, cap_threshold, capped_meta
 from p3data.builder.work_folder import DealtPart, SplitSummary
 from p3data.fewshot import VariantSpec
 from p3data.fewshot.stats import FewshotStats
@@ -67,7 +73,8 @@ def shard_count(config: CacheConfig, examples: int) -> int:
 @dataclass(frozen=True)
 class PartJob:
     """Deal one part's examples to the output shards: example `first + j` of the split (the
-    part's j-th) goes to shard `(first + j) % shards`; `offset` kept examples precede it."""
+    part's j-th) goes to shard `(first + j) % shards`; `offset` kept examples precede it. A
+    capped split past its cap keeps only examples whose sort key is at most `threshold`."""
 
     task: str
     split: str
@@ -75,6 +82,7 @@ class PartJob:
     shards: int
     first: int
     offset: int
+    threshold: SortKey | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,13 @@ def triage_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummar
         metas.append(meta)
     if failed := next((m for m in metas if m.failed), None):
         return SplitSummary(split, failed=failed.failed, traceback=failed.traceback)
+    threshold = None
+    if info.spec.split_cap is not None and sum(m.kept for m in metas) > (
+            cap := info.spec.split_cap.scaled(config.cap).cap):
+        keys = [config.workdir.part(task, split, index, ".keys") for index in range(len(metas))]
+        threshold = cap_threshold((key for path in keys for key, *_ in work.read_keys(path)), cap)
+        metas = [capped_meta(meta, work.read_keys(path), threshold) for meta, path in zip(
+            metas, keys, strict=True)]
     dropped = _sum_dicts(m.dropped for m in metas)
     record = SplitRecord(
         rows_read=sum(m.rows_read for m in metas), rows_kept=sum(m.kept for m in metas),
@@ -130,7 +145,7 @@ def triage_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummar
     count = shard_count(config, stats["examples"])
     parts, first, offset = [], 0, 0
     for index, meta in enumerate(metas):
-        parts.append(PartJob(task, split, index, count, first, offset))
+        parts.append(PartJob(task, split, index, count, first, offset, threshold))
         first, offset = first + meta.examples, offset + meta.kept
     return SplitAssembly(split, replace(record, stats=stats, num_shards=count), tuple(parts))
 
@@ -144,7 +159,8 @@ def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> list[dict[st
     path = work_dir.part(job.task, job.split, job.index, ".tfrecord")
     if info.shard_counts[job.split] == 1:
         written = _deal_into_shards(path, task_folder(config, job.task),
-                                    score_eval=info.spec.score_eval, job=job)
+                                    score_eval=info.spec.score_eval, job=job,
+                                    keep=_kept(config, job))
         names = [shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
         return [{file: written[file] for file in (name, SHARDS.index_name(name))}
                 for name in names]
@@ -153,12 +169,21 @@ def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> list[dict[st
         dealt = DealtPart([0, int(offsets[-1])], [(np.diff(offsets) - FRAMING).tolist()])
     else:
         dealt = _deal(path, work_dir.dealt(job.task, job.split, job.index, ".tfrecord"),
-                      score_eval=info.spec.score_eval, job=job)
+                      score_eval=info.spec.score_eval, job=job, keep=_kept(config, job))
     work.write_json(work_dir.dealt(job.task, job.split, job.index, ".json"), dealt)
     return [{} for _ in range(job.shards)]
 
 
-def _deal(path: str, target: str, *, score_eval: bool, job: PartJob) -> DealtPart:
+def _kept(config: CacheConfig, job: PartJob) -> list[bool] | None:
+    """Whether each of the part's examples is kept (None: all are)."""
+    if job.threshold is None:
+        return None
+    path = config.workdir.part(job.task, job.split, job.index, ".keys")
+    return [key <= job.threshold for key, *_ in work.read_keys(path)]
+
+
+def _deal(path: str, target: str, *, score_eval: bool, job: PartJob,
+          keep: list[bool] | None) -> DealtPart:
     """Deal the part's records to their output shards in as many passes over the part as
     holding DEAL_MEMORY bytes of records at a time takes (one, for parts of that size)."""
     per_pass = max(1, job.shards * DEAL_MEMORY // max(fs.size(path), 1))
@@ -168,7 +193,7 @@ def _deal(path: str, target: str, *, score_eval: bool, job: PartJob) -> DealtPar
             kept: list[list[bytes]] = [[] for _ in range(low, min(low + per_pass, job.shards))]
             position = job.first  # of the next record in the split
             with fs.open_read(path) as part:
-                records = _final_records(part, path, score_eval, job.offset)
+                records = _final_records(part, path, score_eval, job.offset, keep=keep)
                 for block in batched(records, DEAL_BATCH):
                     for shard, records_kept in enumerate(kept, start=low):
                         records_kept += block[(shard - position) % job.shards::job.shards]
@@ -180,8 +205,8 @@ def _deal(path: str, target: str, *, score_eval: bool, job: PartJob) -> DealtPar
     return DealtPart(starts, lengths)
 
 
-def _deal_into_shards(path: str, folder: str, *, score_eval: bool,
-                      job: PartJob) -> dict[str, str]:
+def _deal_into_shards(path: str, folder: str, *, score_eval: bool, job: PartJob,
+                      keep: list[bool] | None) -> dict[str, str]:
     """Deal a split's only part straight into its output shards, at most OPEN_SHARDS of them
     open at a time (a pass over the part per group), each written with its record index (on
     an object store, uploaded together in the background until the step's bundle ends: the
@@ -197,7 +222,7 @@ def _deal_into_shards(path: str, folder: str, *, score_eval: bool,
         with fs.atomic_writers([*paths.values(), *indexes.values()], later=True) as writers:
             position = job.first  # of the next record in the split
             with fs.open_read(path) as part:
-                for block in batched(_final_records(part, path, score_eval, job.offset),
+                for block in batched(_final_records(part, path, score_eval, job.offset, keep=keep),
                                      DEAL_BATCH):
                     for shard in group:
                         records = block[(shard - position) % job.shards::job.shards]
@@ -251,8 +276,9 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
 
 def _copied_whole(info: TaskInfo, shards: int) -> bool:
     """A plain task's part holds its output records as they are: with one output shard, the
-    shard is its parts one after another, with nothing to deal."""
-    return shards == 1 and not info.spec.score_eval
+    shard is its parts one after another, with nothing to deal (a capped task's part may hold
+    examples past the cap)."""
+    return shards == 1 and not info.spec.score_eval and info.spec.split_cap is None
 
 
 def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
@@ -328,8 +354,13 @@ def _sum_dicts(dicts) -> dict[str, int]:
     return dict(sorted(total.items()))
 
 
-def _final_records(part, path: str, score_eval: bool, offset: int) -> Iterator[bytes]:
-    """A part's records as output records: copied as they are, or given their `idx`."""
+def _final_records(part, path: str, score_eval: bool, offset: int, *,
+                   keep: list[bool] | None = None) -> Iterator[bytes]:
+    """A part's records as output records: copied as they are, or given their `idx`; only
+    those `keep` says (a capped task's: plain, one record per example)."""
+    if keep is not None:
+        yield from compress(read_frames(part, path), keep)
+        return
     if not score_eval:
         yield from read_frames(part, path)
         return

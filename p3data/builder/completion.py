@@ -14,6 +14,7 @@ from p3data import __version__, fs
 from p3data.builder.assembly import reusable_record
 from p3data.builder.fingerprint import template_digest
 from p3data.builder.jobs import CacheConfig, TaskInfo, task_folder
+from p3data.builder.selection import selection_record
 from p3data.builder.work_folder import SplitSummary, TaskStatus
 from p3data.fewshot import VariantSpec
 from p3data.format import layout
@@ -71,7 +72,8 @@ def complete_task(config: CacheConfig, info: TaskInfo,
         vocabulary=VocabularyRecord(config.vocab_sha256, config.extra_ids),
         seed=config.seed, layout="p3" if config.p3_layout else "seqio",
         splits={split: records[split] for split in listed},
-        fewshot=info.spec.prompt_record() if isinstance(info.spec, VariantSpec) else None)
+        fewshot=info.spec.prompt_record() if isinstance(info.spec, VariantSpec) else None,
+        selection=selection_record(config.selection, config.cap, info.spec.split_cap))
     present = set(fs.files_in(folder))
     if absent := sorted(manifest.files - present):
         return TaskStatus(f"{absent[0]} vanished from {folder} during the build")

@@ -1,8 +1,8 @@
 """What identifies a build: a task's fingerprint (everything its output bytes depend on: code
 and format versions, template, splits, the identity of the rows read, vocabulary, seed,
-sharding, its row rule and dataset step when they are not T0's, and for a few-shot variant
-what makes its prompts) and an exemplar pool's. A rerun reuses only work whose fingerprint is
-this run's."""
+sharding, its row rule and dataset step when they are not T0's, how its splits are capped
+when they are (xP3's), and for a few-shot variant what makes its prompts) and an exemplar
+pool's. A rerun reuses only work whose fingerprint is this run's."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import json
 
 from p3data import __version__
 from p3data.builder.jobs import CacheConfig, rendering_record
+from p3data.builder.selection import selection_record
 from p3data.fewshot import VariantSpec
 from p3data.fewshot.pool import POOL_FILES
 from p3data.format.manifest import EXEMPLARS, FORMAT_VERSION, PoolRef
@@ -38,6 +39,8 @@ def task_fingerprint(config: CacheConfig, spec: TaskDef, sources: dict) -> str:
     }
     if (rendering := rendering_record(spec.row_rule, spec.dataset_step)) is not None:
         payload["rendering"] = rendering  # xP3's tasks' (T0's tasks have no such key)
+    if (selection := selection_record(config.selection, config.cap, spec.split_cap)) is not None:
+        payload["selection"] = selection  # a capped task's (T0's tasks have no such key)
     if isinstance(spec, VariantSpec):  # what makes its prompts (T0's tasks have no such key)
         payload["fewshot"] = spec.prompt_record()
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()

@@ -11,14 +11,15 @@ import json
 from dataclasses import dataclass, field
 
 from p3data import fs
-from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE
+from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE, DEFAULT_SELECTION
 from p3data.builder.pools import PoolSpec, PoolUnit, VariantOutput
+from p3data.builder.selection import Selection
 from p3data.builder.work_folder import WorkDir
 from p3data.datasets.catalog import DatasetEntry
 from p3data.datasets.shards import ROWS_PER_SHARD, Shard
 from p3data.format import layout
 from p3data.format.manifest import PoolRef, SplitRecord
-from p3data.taskset import TaskDef
+from p3data.taskset import SplitCap, TaskDef
 from p3data.templates import Template
 from p3data.templates.render import T0_RULE, RowRule, RowStep
 from p3data.vocab import EXTRA_IDS
@@ -44,24 +45,33 @@ class TaskOutput:
     with_choices: bool  # its examples carry the answer choices (`features.carries_choices`)
     fingerprint: str
     variant: VariantOutput | None = None  # a few-shot variant's: how its prompts are made
+    selection: Selection | None = None  # a capped task's (xP3's): which examples it keeps
 
 
 @dataclass(frozen=True)
 class SplitJob:
     """One pass over a dataset split serves every selected task that reads it with the same
-    row rule and dataset step (T0's tasks and xP3's over one split are two jobs)."""
+    row rule, dataset step and cap (T0's tasks and xP3's over one split are two jobs), and
+    templates of different names (`apart` counts the jobs a name given twice adds)."""
 
     entry: DatasetEntry
     source_split: str
     outputs: tuple[TaskOutput, ...]
     rule: RowRule = T0_RULE
     step: RowStep | None = None
+    split_cap: SplitCap | None = None
+    apart: int = 0
 
     @property
     def rendering(self) -> str:
-        """Empty for T0's way; else a digest of `rendering_record`, which tells apart the
-        units of jobs over the same split."""
-        if (record := rendering_record(self.rule, self.step)) is None:
+        """Empty for T0's way; else a digest of `rendering_record`, the cap and `apart`, which
+        tells apart the units of jobs over the same split."""
+        record = rendering_record(self.rule, self.step)
+        if self.split_cap is not None:
+            record = {**(record or {}), "split_cap": [self.split_cap.cap, self.split_cap.pool]}
+        if self.apart:
+            record = {**(record or {}), "apart": self.apart}
+        if record is None:
             return ""
         return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -109,6 +119,8 @@ class CacheConfig:
     # rule are not failures). Not in the fingerprint: it decides success, not the bytes.
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     vocab_sha256: str = ""  # of `vocab_model`, set from it
+    selection: str = DEFAULT_SELECTION  # how capped tasks (xP3's) choose examples (`selection`)
+    cap: int | None = None  # capped tasks' examples per split (None: each task's own, xP3's)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "output_dir", fs.canonical(self.output_dir))

@@ -36,6 +36,7 @@ from p3data.builder.pools import (
     pool_units,
     variant_sources,
 )
+from p3data.builder.selection import Selection, plan_selection
 from p3data.builder.work_folder import UnitMarker, read_json
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.shards import Shard
@@ -47,7 +48,7 @@ from p3data.format import layout
 from p3data.format.cache_folder import is_complete, splits_present
 from p3data.format.features import carries_choices
 from p3data.format.manifest import EXEMPLARS, Manifest, ManifestError, read_manifest
-from p3data.taskset import TaskDef
+from p3data.taskset import SplitCap, TaskDef
 from p3data.templates.render import RowRule, RowStep
 
 
@@ -150,18 +151,20 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
             plan.tasks[spec.name] = info
     pools = []
     for (key, source_split), pairs in readers.items():
-        for (rule, step), readers_alike in _by_rendering(pairs).items():
+        for (rule, step, cap, apart), readers_alike in _by_rendering(pairs).items():
+            shards = listed.get((key, source_split), ([], {}))[0]
             outputs = tuple(
                 TaskOutput(spec.name, split, spec.template, spec.score_eval,
                            carries_choices(spec.template, rule), plan.tasks[spec.name].fingerprint,
                            _variant_output(spec, split, plan.tasks[spec.name], listed)
-                           if isinstance(spec, VariantSpec) else None)
+                           if isinstance(spec, VariantSpec) else None,
+                           _selection(config, spec, source_split, shards))
                 for spec, split in readers_alike
                 if spec.name in plan.tasks and split in plan.tasks[spec.name].splits)
             if not outputs:
                 continue
-            job = SplitJob(readers_alike[0][0].entry, source_split, outputs, rule, step)
-            shards = listed[(key, source_split)][0]
+            job = SplitJob(readers_alike[0][0].entry, source_split, outputs, rule, step, cap,
+                           apart)
             plan.units += [WorkUnit(job, shard, i, len(shards), _earlier_parts(
                 config, job, i, listing)) for i, shard in enumerate(shards)]
             pools += [out.variant.pool for out in outputs if out.variant and out.variant.pool]
@@ -171,14 +174,39 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
     return plan
 
 
+Rendering = tuple[RowRule, RowStep | None, SplitCap | None, int]
+
+
 def _by_rendering(pairs: list[tuple[TaskDef, str]]
-                  ) -> dict[tuple[RowRule, RowStep | None], list[tuple[TaskDef, str]]]:
+                  ) -> dict[Rendering, list[tuple[TaskDef, str]]]:
     """A dataset split's (task, task split) readers by how their rows become examples (row
-    rule, dataset step): a job renders its rows one way."""
-    groups: dict[tuple[RowRule, RowStep | None], list[tuple[TaskDef, str]]] = {}
+    rule, dataset step, cap): a job renders its rows one way, and each template name once (a
+    worker knows templates by name), so a template named as another one of its job goes to a
+    job apart (xP3's and xP3mt's `read_passage` of `xquad/xquad.ar`: English and Arabic)."""
+    groups: dict[Rendering, list[tuple[TaskDef, str]]] = {}
+    named: dict[Rendering, dict[str, tuple]] = {}
     for spec, split in pairs:
-        groups.setdefault((spec.row_rule, spec.dataset_step), []).append((spec, split))
+        way, apart = (spec.row_rule, spec.dataset_step, spec.split_cap), 0
+        template = spec.template
+        same = (template.id, template.jinja, template.answer_choices)
+        while named.setdefault((*way, apart), {}).setdefault(template.name, same) != same:
+            apart += 1
+        groups.setdefault((*way, apart), []).append((spec, split))
     return groups
+
+
+def _selection(config: CacheConfig, spec: TaskDef, source_split: str,
+               shards: list[Shard]) -> Selection | None:
+    """How a capped task's split chooses its examples (None: a task without a cap keeps
+    them all), from the split's row count."""
+    if spec.split_cap is None:
+        return None
+    if spec.score_eval:
+        raise P3DataError(f"{spec.name}: a _score_eval task cannot be capped (its examples "
+                          "are one per answer choice)")
+    return plan_selection(config.selection, spec.split_cap.scaled(config.cap), seed=config.seed,
+                          entry=spec.entry, split=source_split, template_id=spec.template.id,
+                          rows=shards[-1].stop if shards else 0)
 
 
 def _list_splits(config: CacheConfig, users: dict[tuple[DatasetKey, str], list[TaskDef]],

@@ -1,6 +1,8 @@
 """Stage 1: one source shard of one dataset split, each row through the job's dataset step
 (xP3's) then rendered by every selected template once under the job's row rule, tokenized in
-batches, written as one part per task. A row the step drops keeps its number.
+batches, written as one part per task. A row the step drops keeps its number. A capped task
+(xP3's) keeps only its template's candidate rows, and when it may keep more examples than its
+cap, writes their sort keys beside the part, for assembly to cut (`builder.selection`).
 
 A `_score_eval` twin reuses its base template's render and token ids: one example per answer
 choice, `is_correct` = choice == gold target, `weight` 1.0, as T0's rank classification did.
@@ -16,13 +18,14 @@ from p3data.builder import work_folder as work
 from p3data.builder.entries import EntryEncoder
 from p3data.builder.fewshot_work import VariantWriter
 from p3data.builder.jobs import CacheConfig, TaskOutput, WorkUnit
+from p3data.builder.selection import NOT_SELECTED, Selection
 from p3data.datasets.schema import RowChecker
 from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError, describe_bug, storage_refusal
 from p3data.format.example import packed_ids_entry, text_entry, wrap_entries
 from p3data.format.features import INPUTS, INPUTS_TEXT
 from p3data.format.shard_format import DEFAULT_SHARD_FORMAT as SHARDS
-from p3data.templates.render import DatasetRenderer, Dropped, Rendered
+from p3data.templates.render import DatasetRenderer, Dropped, Outcome, Rendered
 from p3data.tokenize import Tokenizer
 
 
@@ -81,14 +84,19 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, *, tokenizer: Tokenizer,
     rendered = [o for o in rendered if o.variant is None] + variants.outputs
     users = {name: [o for o in rendered if o.template.name == name] for name in renderer.templates}
     plain = {name: [o for o in outs if o.variant is None] for name, outs in users.items()}
+    # A template's tasks in one job share its selection: the same key and cap (`SplitJob`).
+    selections = {name: next((o.selection for o in outs), None) for name, outs in users.items()}
     ordinals = Counter()  # kept examples so far, per template
     checker = RowChecker(job.entry.features)
     rows = open_store(job.entry, config.data_dir, config.rows_per_shard).read(
         job.source_split, unit.shard)
     paths = {out.task: config.workdir.part(out.task, out.split, unit.index, ".tfrecord")
              for out in rendered}
-    with fs.atomic_writers(paths.values()) as writers:
+    key_paths = {out.task: config.workdir.part(out.task, out.split, unit.index, ".keys")
+                 for out in rendered if out.selection is not None and out.selection.cuts}
+    with fs.atomic_writers([*paths.values(), *key_paths.values()]) as writers:
         files = {task: writers[path] for task, path in paths.items()}
+        key_files = {task: writers[path] for task, path in key_paths.items()}
         start = unit.shard.start
         for batch in row_batches(rows):
             # Rows that do not fit the schema still render as promptsource would: counted.
@@ -97,11 +105,16 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, *, tokenizer: Tokenizer,
                 meta = metas[out.task]
                 meta.schema = dict(Counter(meta.schema) + mismatches)
             for name, outcomes in renderer.render_each(batch, start):
+                if (selection := selections[name]) is not None:
+                    outcomes = _candidates(selection, outcomes, start)
                 kept = [o for o in outcomes if isinstance(o, Rendered)]
                 for out in users[name]:
                     _count(metas[out.task], len(batch), len(kept), outcomes)
-                _write(plain[name], kept, first=ordinals[name], encoder=encoder, files=files,
-                       metas=metas)
+                sizes = _write(plain[name], kept, first=ordinals[name], encoder=encoder,
+                               files=files, metas=metas)
+                for task in key_files.keys() & sizes.keys():
+                    key_files[task].write(work.key_lines(selection.sort_keys(
+                        [r.inputs for r in kept], [r.index for r in kept]), sizes[task]))
                 variants.write(name, [(batch[r.index - start], r) for r in kept],
                                first=ordinals[name], files=files)
                 ordinals[name] += len(kept)
@@ -110,6 +123,15 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, *, tokenizer: Tokenizer,
     for out in outputs:  # a template that cannot render fails its own tasks only
         if out.template.name in renderer.broken:
             metas[out.task].failed = str(renderer.broken[out.template.name])
+
+
+def _candidates(selection: Selection, outcomes: list[Outcome], start: int) -> list[Outcome]:
+    """The outcomes of rows that are candidates of the selection; the others are dropped as
+    `NOT_SELECTED` (what they rendered to, or failed with, never counts: xP3 never saw them)."""
+    chosen = selection.candidates(start, start + len(outcomes))
+    if chosen is None:
+        return outcomes
+    return [o if chosen[k] else Dropped(o.index, NOT_SELECTED) for k, o in enumerate(outcomes)]
 
 
 def _count(meta: work.PartMeta, rows: int, kept: int, outcomes: list) -> None:
@@ -123,16 +145,17 @@ def _count(meta: work.PartMeta, rows: int, kept: int, outcomes: list) -> None:
 
 
 def _write(users: list[TaskOutput], kept: list[Rendered], *, first: int, encoder: EntryEncoder,
-           files: dict, metas: dict[str, work.PartMeta]) -> None:
+           files: dict, metas: dict[str, work.PartMeta]) -> dict[str, list[tuple[int, int]]]:
     """Encode each kept render once and share the bytes between a task and its twin; one write
-    per task and batch.
+    per task and batch. Returns each plain task's (inputs, targets) tokens per example.
 
     Map entries are concatenated in protobuf's deterministic key order (answer_choices,
     inputs_pretokenized, inputs, is_correct, targets_pretokenized, targets, weight), which
     serializes the whole example deterministically (tests compare with `encode_example`).
     """
+    sizes: dict[str, list[tuple[int, int]]] = {out.task: [] for out in users}
     if not kept:
-        return
+        return sizes
     twins = any(out.score_eval for out in users)
     choices = [c for r in kept for c in r.answer_choices or ()] if twins else []
     ids = encoder.tokenizer.encode_packed(
@@ -152,6 +175,7 @@ def _write(users: list[TaskOutput], kept: list[Rendered], *, first: int, encoder
                                else b"")
                 task_records += SHARDS.frame_pieces(wrap_entries(choice_list, inputs, targets))
                 meta.add_example(n_in, n_out)
+                sizes[out.task].append((n_in, n_out))
                 continue
             for j, choice in enumerate(r.answer_choices or ()):
                 correct, rest, n_out = encoder.choice(choice, choice == r.targets,
@@ -161,3 +185,4 @@ def _write(users: list[TaskOutput], kept: list[Rendered], *, first: int, encoder
                 meta.add_example(n_in, n_out)
     for task, task_records in records.items():
         files[task].write(b"".join(task_records))
+    return sizes

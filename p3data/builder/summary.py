@@ -1,6 +1,6 @@
 """What a cache run did, as the command line reports it: one row per task, the rows dropped
-by reason when the row rule or a dataset step is not T0's (xP3's), the schema mismatches by
-dataset split, and one line per failure."""
+by reason when the row rule, a dataset step or a cap is not T0's (xP3's), the schema
+mismatches by dataset split, and one line per failure."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from p3data.builder.jobs import CachePlan
+from p3data.builder.selection import NOT_SELECTED, OVER_CAP
 from p3data.fewshot.stats import STATS_COLUMNS, STATS_LEGEND, FewshotStats
 from p3data.format import layout
 from p3data.format.manifest import read_manifests
@@ -73,8 +74,10 @@ def summary_table(result: RunResult) -> str:
         rows.append([task, *counts])
     rows.append([f"TOTAL ({len(tasks)} tasks)", *totals])
     not_t0 = bool(set(reasons) - T0_DROPS)
+    capped = bool(set(reasons) & {NOT_SELECTED, OVER_CAP})
     lines = [text_table(["task", "examples", "tokens", "dropped", "errors", "schema"], rows),
-             "dropped: left out by " + ("the row rule or a dataset step" if not_t0 else
+             "dropped: left out by " + ("the row rule, a dataset step or the cap" if capped else
+                                        "the row rule or a dataset step" if not_t0 else
                                         "T0's row rule")
              + " · errors: failed to render · schema: rows unlike the catalog's schema"]
     if not_t0:

@@ -6,6 +6,8 @@ round); nothing else does.
                                     (`p3data.builder.shipping`; removed once the job ends)
     units/<unit>.json               UnitMarker: a source shard stage 1 has finished
     <task>/<split>/part-NNNNN.tfrecord   stage 1's records for a task split and source shard
+    <task>/<split>/part-NNNNN.keys  a capped split's part: its examples' sort keys and
+                                    sizes, JSON lines in part order (`builder.selection`)
     <task>/<split>/part-NNNNN.json  PartMeta: written after the records, so a meta with the
                                     right fingerprint means the part is complete
     <task>/<split>/dealt/dealt-NNNNN.tfrecord   stage 2's output records of part NNNNN,
@@ -33,6 +35,7 @@ Work records are not kept across p3data versions: one that cannot be read is red
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -195,6 +198,20 @@ def read_json(path: str, kind: type[Record]) -> Record | None:
         return msgspec.convert(json.loads(fs.read_bytes(path)), kind)
     except (OSError, ValueError, msgspec.ValidationError):
         return None
+
+
+def key_lines(keys: Iterable[tuple], sizes: Iterable[tuple[int, int]]) -> bytes:
+    """A capped part's kept examples as its keys file holds them: one JSON line each, [sort
+    key, inputs tokens, targets tokens]."""
+    return b"".join(json.dumps([list(key), *size]).encode() + b"\n"
+                    for key, size in zip(keys, sizes, strict=True))
+
+
+def read_keys(path: str) -> list[tuple[tuple, int, int]]:
+    """A capped part's kept examples, in part order: (sort key, inputs tokens, targets
+    tokens)."""
+    lines = fs.read_bytes(path).splitlines()
+    return [(tuple(key), n_in, n_out) for key, n_in, n_out in map(json.loads, lines)]
 
 
 def twin_record(ordinal: int, choice: int, entries: bytes, before_idx: bytes = b"") -> bytes:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from p3data import fs
-from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE
+from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE, DEFAULT_SELECTION, SELECTIONS
 from p3data.commands import console
 from p3data.commands.extras import require
 from p3data.commands.options import add_data_options, positive_int, rate
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         extra_ids=vocabulary.extra_ids, data_dir=mirror_dir(args.data_dir),
         hub_root=args.hub_root or os.environ.get(ENV_HUB_ROOT), seed=args.seed, shards=args.shards,
         p3_layout=args.p3_layout, rows_per_shard=args.rows_per_shard,
-        max_error_rate=args.max_error_rate)
+        max_error_rate=args.max_error_rate, selection=args.selection, cap=args.cap)
     with (console.libraries_to_log(args.verbose, "cache") as stream,
           tempfile.TemporaryDirectory(prefix="p3data-staging-") as staging):
         from p3data.pipelines.cache import graph_runner  # Beam: its import talks too
@@ -138,7 +138,16 @@ def register(commands: argparse._SubParsersAction) -> None:
                        help="output shards per split (default: ~1 per 10k examples, max 64)")
     cache.add_argument("--splits", action="append", default=[], metavar="SPLIT",
                        help="only these task splits (repeatable), e.g. train")
-    cache.add_argument("--seed", type=int, default=0, help="seed of templates' random choices")
+    cache.add_argument("--seed", type=int, default=0,
+                       help="seed of templates' random choices and of capped tasks' selection")
+    cache.add_argument("--selection", choices=SELECTIONS, default=DEFAULT_SELECTION,
+                       help="which examples a capped task (xP3's) keeps of each split: xP3's "
+                            "rule, the smallest inputs in code point order, or a uniform "
+                            f"sample; both seeded by --seed (default {DEFAULT_SELECTION})")
+    cache.add_argument("--cap", type=positive_int, default=None, metavar="N",
+                       help="examples a capped task (xP3's) keeps of each split, among 5N "
+                            "candidate rows (default: xP3's cap, 100,000 of 500,000; wmt22's "
+                            "candidates N/2, 50,000)")
     cache.add_argument("--p3-layout", action="store_true",
                        help="write P3's layout: data/<task>/, one shard per split, index CSV")
     cache.add_argument("--rows-per-shard", type=positive_int, default=ROWS_PER_SHARD,

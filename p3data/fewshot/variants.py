@@ -101,6 +101,11 @@ class VariantSpec:
         return self.base.vocabulary
 
     @property
+    def split_cap(self) -> None:
+        """Never capped: variants are of T0's tasks, which keep every example."""
+        return None
+
+    @property
     def draw_task(self) -> str:
         """The task name exemplars are drawn for: a `_score_eval` twin draws as its base task
         does, so both show the same exemplars."""

@@ -4,8 +4,9 @@ versioned: every reader goes through `read_manifest`, which refuses a version it
 A few-shot variant's manifest also records what made its prompts (`fewshot`) and, per split,
 its few-shot statistics, the rows its exemplars were drawn from (`sources[split][EXEMPLARS]`)
 and, for a split with exemplars, the fingerprint of their pool (`pool`, added within format
-version 2: a manifest written before it reads as one without a pool recorded); T0's tasks'
-manifests have none of these keys, as before.
+version 2: a manifest written before it reads as one without a pool recorded). A capped
+task's (xP3's) records how its splits were capped (`selection`: rule, cap, candidate pool).
+T0's tasks' manifests have none of these keys, as before.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ class Manifest:
     format_version: int = FORMAT_VERSION
     # A variant's: its T0 task, shot count and the settings that make its prompts.
     fewshot: dict | None = None
+    # A capped task's (xP3's): its selection rule, cap and candidate pool per split.
+    selection: dict | None = None
 
     @property
     def files(self) -> set[str]:
@@ -108,8 +111,8 @@ class Manifest:
 
     def to_json(self) -> str:
         data = msgspec.to_builtins(self)
-        for record in [data, *data["splits"].values()]:  # T0's tasks: no few-shot keys
-            for key in ("fewshot", "pool"):  # (a record listed twice is one dict)
+        for record in [data, *data["splits"].values()]:  # T0's tasks: no such keys
+            for key in ("fewshot", "pool", "selection"):  # (a record listed twice is one dict)
                 if record.get(key, 0) is None:
                     del record[key]
         return dumps(data)

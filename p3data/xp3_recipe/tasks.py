@@ -4,7 +4,8 @@ One task per pair, named `<set>_<dataset>_<config>_<template>` and cleaned like 
 (`xp3_glue_mrpc_equivalent`, `xp3mt_xnli_sw_...`): its catalog entry (xP3's catalog, T0's for the
 English datasets), the template of its prompt folder, the recipe's training splits (less those
 `splits.SKIP_PROMPTS` skips for the template) mapped to themselves, the row rule of its language
-folder (`XP3Rule(strip_connection=False)` for `code` only) and its dataset's step.
+folder (`XP3Rule(strip_connection=False)` for `code` only), its dataset's step, and the
+recipe's cap on each split (`SPLIT_CAP`; which examples it keeps: `p3data.builder.selection`).
 
 Mixtures: `<set>` (every task) and `<set>_<language>` per language folder, weighed by a cap:
 PLACEHOLDER, the recipe's 100,000 examples per (config, split, template) summed over the
@@ -23,7 +24,7 @@ from pathlib import Path
 from p3data.datasets.catalog import CATALOG_FILE, XP3_CATALOG_FILE, Catalog, read_catalog_file
 from p3data.errors import P3DataError
 from p3data.t0 import TaskSpec, task_name
-from p3data.taskset import Contribution
+from p3data.taskset import Contribution, SplitCap
 from p3data.templates import Template
 from p3data.templates.collection import folder_templates
 from p3data.templates.render import XP3Rule
@@ -33,6 +34,11 @@ from p3data.xp3_recipe.splits import skipped, train_splits
 from p3data.xp3_recipe.steps import STEPS
 
 CAP_PER_SPLIT = 100_000  # the recipe's MAX_EXAMPLES_PER_DATASET_PROMPT, per split and template
+# The rows the recipe renders per split and template before the cap (its `max_range`): wmt22's
+# 50,000 are a random sample too (its laser_score sort came before the shuffle, to no effect).
+SPLIT_CAP = SplitCap(CAP_PER_SPLIT, pool=500_000)
+WMT22 = "allenai/wmt22_african"
+WMT22_CAP = SplitCap(CAP_PER_SPLIT, pool=50_000)
 CODE = "code"  # the language folder whose templates keep the connection (`strip_connection`)
 RATE_RULE = (f"placeholder: the recipe's cap of {CAP_PER_SPLIT:,} per training split, or the "
              "split's catalog size when smaller")
@@ -80,6 +86,7 @@ def pair_task(set_name: str, pair: PromptPair, catalog: Catalog, templates: Path
         row_rule=XP3Rule(strip_connection=pair.language != CODE),
         dataset_step=STEPS.get(pair.dataset),
         vocabulary=MT5,
+        split_cap=WMT22_CAP if pair.dataset == WMT22 else SPLIT_CAP,
     )
 
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from helpers.command_server import P3DATA, run_p3data
 from p3data.datasets.catalog import Catalog
@@ -17,6 +22,11 @@ def t0_only(pattern: str) -> str:
     """A `--tasks` pattern matching only T0's tasks of those `pattern` matches: a pattern
     matches few-shot variants' names (`<task>_<k>shot`) too, as seqio's `--tasks` does."""
     return rf"(?!.*_[0-9]+shot$)(?:{pattern})"
+
+
+def task_args(*names: str) -> list[str]:
+    """`--tasks` options choosing exactly these tasks."""
+    return [arg for name in names for arg in ("--tasks", re.escape(name))]
 
 
 def cache_command(output: Path, *args: str, data_dir: Path | None = None) -> list[str]:
@@ -102,3 +112,18 @@ def assert_packs(name: str, split: str, cache: Path) -> None:
     assert batch["encoder_input_tokens"].shape == (2, 256)
     assert batch["decoder_target_tokens"].dtype == tf.int32
     assert tf.reduce_max(batch["encoder_segment_ids"]) >= 2  # several examples packed per row
+
+
+def render_collection(collection: str, config: str, rows: Path, home: Path,
+                      *options: str) -> list[dict]:
+    """`p3data render --collection ... --dropped`'s records, with the templates of `home`."""
+    from p3data.cli import main
+    from p3data.templates.install import ENV_HOME
+
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(io.StringIO()):
+        patch.setenv(ENV_HOME, str(home))
+        assert main(["render", "--collection", collection, config, "--rows", str(rows),
+                     "--dropped", *options]) == 0
+    return [json.loads(line) for line in out.getvalue().splitlines()]
