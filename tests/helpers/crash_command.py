@@ -17,6 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from command_server import warm_up
 from crash_run import run_and_die
 
 
@@ -26,6 +27,7 @@ def _child(out: Path, crash_at: int, arguments: list[str]) -> None:
 
 
 def main() -> int:
+    warm_up()  # what each forked child would pay, as crash_run does
     split = sys.argv.index("--")
     outputs, points, base = sys.argv[1:split]
     for point in points.split(","):
