@@ -25,6 +25,7 @@ FIXTURE_MARKERS = {
     "demo_cache": "trainer",  # the whole t0_train mixture, built for the tests that train on it
     "worker_venv": "env", "wheel_venv": "env", "mesh_tf_env": "env",  # from PyPI
     "gcs_server": "server",
+    "p3data_wheel": "env",  # p3data's wheel, built by pip from a copy of the checkout
 }
 SLOW_MARKERS = ("env", "trainer", "crash", "server", "stock")
 # The units xdist hands its workers (`--dist loadgroup`): the tests that share an expensive

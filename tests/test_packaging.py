@@ -33,6 +33,7 @@ def test_the_bundled_templates_are_promptsource_010s_own():
     assert mismatch == errors == []
 
 
+@pytest.mark.env  # pip installs the sdist into a folder of its own
 def test_sdist_installs_everything_workers_need(tmp_path):
     subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path / "dist")],
                    cwd=source_copy(tmp_path / "source"), check=True, capture_output=True)

@@ -29,6 +29,7 @@ def test_portable_runner_with_embedded_job_server(in_process, tmp_path):
     assert tree(tmp_path) == in_process
 
 
+@pytest.mark.server  # a Dask scheduler and its workers on 127.0.0.1
 def test_dask_cluster_with_two_worker_processes(in_process, tmp_path):
     from distributed import LocalCluster
 

@@ -111,6 +111,7 @@ def test_home_is_p3data_home_else_the_user_cache(tmp_path, monkeypatch):
     assert p3data_home() == tmp_path / "mine"
 
 
+@pytest.mark.server  # an HTTP server on 127.0.0.1, laid out as GitHub's archives
 def test_download_over_http_rerun_no_op_damage_and_repair(tmp_path, monkeypatch, capsys):
     """Through the real download code, from a server on 127.0.0.1 laid out as GitHub's archive
     URLs; a rerun does nothing; a damaged copy is one line, and installing again repairs it."""
