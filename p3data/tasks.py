@@ -10,9 +10,13 @@ SentencePiece model.
 
 from __future__ import annotations
 
-from p3data.registry import register_definitions
 from p3data.taskset import TaskSet, load_definitions
 
 # T0's collection and its variants: `.part("t0")` is T0's own tasks and mixtures.
+# Loaded before seqio is imported (some 10 s with TensorFlow and JAX): missing or damaged
+# templates fail the import in one line at once.
 DEFINITIONS: TaskSet = load_definitions(("t0", "fewshot"))
+
+from p3data.registry import register_definitions  # noqa: E402 - after the check above
+
 register_definitions(DEFINITIONS)

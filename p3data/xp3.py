@@ -8,9 +8,13 @@ the import fails in one line saying so. Offline: no rows are read until a datase
 
 from __future__ import annotations
 
-from p3data.registry import register_definitions
 from p3data.taskset import TaskSet, load_definitions
 
 # `.part("xp3")` is xP3's tasks and mixtures, `.part("xp3mt")` xP3mt's.
+# Loaded before seqio is imported (some 10 s with TensorFlow and JAX): missing or damaged
+# templates fail the import in one line at once.
 DEFINITIONS: TaskSet = load_definitions(("xp3", "xp3mt"))
+
+from p3data.registry import register_definitions  # noqa: E402 - after the check above
+
 register_definitions(DEFINITIONS)
