@@ -47,6 +47,15 @@ def models(tmp_path_factory) -> dict[str, bytes]:
             "byte_fallback": with_extra_ids(fallback.getvalue(), 100)}
 
 
+@pytest.fixture(scope="module")
+def loaded(models) -> dict[str, tuple[spm.SentencePieceProcessor, Tokenizer]]:
+    """Each model's SentencePiece processor and p3data tokenizer, loaded once (mT5's size takes
+    seconds): one tokenizer goes through every script, as a build worker keeps one across
+    tasks, its word memo holding the scripts before."""
+    return {name: (spm.SentencePieceProcessor(model_proto=model), Tokenizer(model, MT5.extra_ids))
+            for name, model in models.items()}
+
+
 def script_texts(script: str, seed: int = 0) -> list[str]:
     """Its sentences, paragraphs of them (joined by nothing where the script has no spaces),
     one run of 300 sentences, and each of those inside English prompts; code also with its
@@ -63,11 +72,10 @@ def script_texts(script: str, seed: int = 0) -> list[str]:
 
 @pytest.mark.parametrize("model_name", ["trained", "mt5_sized", "byte_fallback"])
 @pytest.mark.parametrize("script", sorted(SENTENCES))
-def test_ids_are_sentencepieces_on_every_script(models, model_name, script):
-    model = models[model_name]
+def test_ids_are_sentencepieces_on_every_script(loaded, model_name, script):
+    processor, tokenizer = loaded[model_name]
     texts = script_texts(script)
-    want = spm.SentencePieceProcessor(model_proto=model).encode(texts, num_threads=1)
-    tokenizer = Tokenizer(model, MT5.extra_ids)
+    want = processor.encode(texts, num_threads=1)
     assert tokenizer.memo is not None  # the word memo's path, not plain encoding throughout
     for start in range(0, len(texts), 50):  # batches, as the cache builder tokenizes
         batch = texts[start:start + 50]
