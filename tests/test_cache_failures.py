@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from helpers.cache import cache_command, copy_samples, run_cache, tree
+from helpers.command_server import run_p3data
 
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.samples import sample_rows
@@ -277,7 +278,6 @@ def test_console_is_quiet_with_workers_and_says_more_with_verbose(tmp_path):
     assert "task splits assembled" in quiet.stderr
     assert any(line.startswith(long_name + " ") for line in quiet.stdout.splitlines())
     command = cache_command(tmp_path / "verbose", "--tasks", long_name, *workers)
-    verbose = subprocess.run([command[0], "-v", *command[1:]], capture_output=True, text=True,
-                             timeout=600)
+    verbose = run_p3data(["-v", *command[1:]], timeout=600)
     assert verbose.returncode == 0
     assert any(not line.startswith("[p3data cache]") for line in verbose.stderr.splitlines())
