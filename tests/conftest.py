@@ -141,6 +141,19 @@ def demo_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def t0_train_reads(demo_cache, tmp_path_factory) -> dict[str, str]:
+    """The README's read of t0_train through seqio and T5X's packed read, run in one fresh
+    Python (`helpers.seqio_probes`): what each printed."""
+    from helpers.doc_snippets import T0_TRAIN_READ, as_run, make_workdir, snippet_env
+    from helpers.seqio_probes import T5X_PACKED_READ, run_probes
+
+    workdir = make_workdir(tmp_path_factory.mktemp("t0_train_reads"), demo_cache)
+    return run_probes({"readme": (as_run(T0_TRAIN_READ), {}),
+                       "t5x": (T5X_PACKED_READ, {"CACHE": str(demo_cache)})},
+                      cwd=workdir, env=snippet_env())
+
+
+@pytest.fixture(scope="session")
 def worker_venv(tmp_path_factory, p3data_wheel):
     """A remote worker's environment, once a session: Beam's SDK with its GCP extra (what
     Dataflow's worker container holds) and, as Dataflow's workers install it, the wheel a

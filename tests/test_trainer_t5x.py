@@ -172,24 +172,8 @@ def test_the_t5x_recipe_installs_what_airio_imports():
     import grain.python  # noqa: F401 - the version p3data's constraints pin imports
 
 
-def test_seqio_reads_the_cache_packed_as_t5x_asks(demo_cache):
-    probe = """
-import sys
-import numpy as np
-import seqio
-import p3data.tasks
-seqio.add_global_cache_dirs([sys.argv[1]])
-ds = seqio.get_dataset("t0_train", task_feature_lengths={"inputs": 256, "targets": 128},
-                       dataset_split="train", use_cached=True, shuffle=True, seed=0,
-                       feature_converter=seqio.EncDecFeatureConverter(pack=True))
-batches = list(ds.batch(8).take(3).as_numpy_iterator())
-for batch in batches:
-    for name, value in sorted(batch.items()):
-        print(name, value.dtype, value.shape)
-segments = np.concatenate([b["encoder_segment_ids"] for b in batches])
-print("examples per row", segments.max(axis=1).min(), segments.max(axis=1).max())
-"""
-    out = run_python(probe, str(demo_cache), env={"P3DATA_VOCAB": str(SAMPLE_VOCAB)})
+def test_seqio_reads_the_cache_packed_as_t5x_asks(t0_train_reads):
+    out = t0_train_reads["t5x"]  # helpers.seqio_probes.T5X_PACKED_READ, in a fresh Python
     lines = out.splitlines()
     for name, length in [("encoder_input_tokens", 256), ("encoder_segment_ids", 256),
                          ("encoder_positions", 256), ("decoder_target_tokens", 128),
