@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest
 
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.stores import ENV_DATA_DIR
-from p3data.vocab import SAMPLE_VOCAB, set_vocabulary
+from p3data.vocab import ENV_VOCAB, SAMPLE_VOCAB, set_vocabulary
 
 # No test, and no process a test starts, probes GCE's metadata server (169.254.169.254):
 # google-auth reads this once, as it is imported, so it is set before anything imports it
@@ -25,14 +27,15 @@ FIXTURE_MARKERS = {
     "demo_cache": "trainer",  # the whole t0_train mixture, built for the tests that train on it
     "worker_venv": "env", "wheel_venv": "env", "mesh_tf_env": "env",  # from PyPI
     "gcs_server": "server",
-    "p3data_wheel": "env",  # p3data's wheel, built by pip from a copy of the checkout
+    "p3data_wheel": "env",
+    "stock_seqio_cache": "stock",  # p3data's wheel, built by pip from a copy of the checkout
 }
 SLOW_MARKERS = ("env", "trainer", "crash", "server", "stock")
 # The units xdist hands its workers (`--dist loadgroup`): the tests that share an expensive
 # session fixture, which the worker that runs them builds once; else a module's tests, so that
 # its module-scoped fixtures (a cache most of its tests read) are built once, not on each worker.
 # The slow units go first, so that neither worker is left with one at the end.
-FIXTURE_GROUPS = ("worker_venv", "wheel_venv", "mesh_tf_env", "demo_cache")
+FIXTURE_GROUPS = ("worker_venv", "wheel_venv", "mesh_tf_env", "demo_cache", "stock_seqio_cache")
 
 
 # First of all hooks: pytest's `-m` selection and xdist's `--dist loadgroup` read these markers.
@@ -137,6 +140,29 @@ def demo_cache(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("demo") / "t0_train"
     run_cache(out, "--mixture", "t0_train", "--direct_num_workers=2",
               "--direct_running_mode=multi_processing")
+    return out
+
+
+# What the stock tool caches for the tests that compare with it (test_tasks, test_fewshot_cache,
+# test_index): T0's tasks and twins, and few-shot variants of each kind.
+STOCK_TASKS = ("super_glue_copa_exercise", "super_glue_copa_exercise_score_eval",
+               "anli_GPT_3_style_r1", "super_glue_rte_GPT_3_style",
+               "super_glue_rte_GPT_3_style_5shot", "super_glue_copa_exercise_score_eval_0shot",
+               "story_cloze_2016_Answer_Given_options_score_eval_1shot")
+
+
+@pytest.fixture(scope="session")
+def stock_seqio_cache(tmp_path_factory) -> Path:
+    """`seqio_cache_tasks --module_import=p3data.tasks`, the stock command line, on the bundled
+    samples with the sample vocabulary, in two shards a split: once a session (a Beam job of
+    its own in a fresh Python that imports seqio). Read it; copy what a test changes."""
+    out = tmp_path_factory.mktemp("stock_seqio_cache")
+    env = {**os.environ, ENV_DATA_DIR: str(SAMPLES_DIR), ENV_VOCAB: str(SAMPLE_VOCAB)}
+    command = [str(Path(sys.executable).with_name("seqio_cache_tasks")),
+               "--module_import=p3data.tasks", f"--output_cache_dir={out}", "--min_shards=2",
+               "--tasks=" + ",".join(STOCK_TASKS), "--pipeline_options=--runner=DirectRunner"]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stderr[-3000:]
     return out
 
 

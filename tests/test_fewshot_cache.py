@@ -5,21 +5,15 @@ T0's own tasks as they were."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from helpers.cache import assert_same_examples, read_examples, run_cache, tree
 from helpers.command_server import run_p3data
 
-from p3data.datasets.samples import SAMPLES_DIR
-from p3data.datasets.stores import ENV_DATA_DIR
 from p3data.format.features import EXEMPLAR_ROWS, NUM_SHOTS
 from p3data.format.tfrecord import read_records
 from p3data.tokenize.tokenizer import ENV_MEMO
-from p3data.vocab import ENV_VOCAB, SAMPLE_VOCAB
 
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")
 
@@ -59,20 +53,12 @@ STOCK = ["super_glue_rte_GPT_3_style_5shot", "super_glue_copa_exercise_score_eva
          "story_cloze_2016_Answer_Given_options_score_eval_1shot"]
 
 
-@pytest.mark.stock
-def test_stock_seqio_cache_tasks_makes_the_same_examples(built, tmp_path):
+def test_stock_seqio_cache_tasks_makes_the_same_examples(built, stock_seqio_cache):
     """`seqio_cache_tasks --module_import=p3data.tasks`, the stock command line, on the same
-    rows and vocabulary, in two shards."""
-    env = {**os.environ, ENV_DATA_DIR: str(SAMPLES_DIR), ENV_VOCAB: str(SAMPLE_VOCAB)}
-    command = [str(Path(sys.executable).with_name("seqio_cache_tasks")),
-               "--module_import=p3data.tasks", f"--output_cache_dir={tmp_path}",
-               "--min_shards=2", "--tasks=" + ",".join(STOCK),
-               "--pipeline_options=--runner=DirectRunner"]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
+    rows and vocabulary, in two shards (conftest)."""
     for name in STOCK:
         for split in splits(built / name):
-            assert_same_examples(read_examples(name, split, tmp_path),
+            assert_same_examples(read_examples(name, split, stock_seqio_cache),
                                  read_examples(name, split, built))
 
 

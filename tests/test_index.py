@@ -7,7 +7,6 @@ from __future__ import annotations
 import fnmatch
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -18,8 +17,6 @@ import pytest
 from helpers.cache import run_cache, tree
 
 from p3data.cli import main
-from p3data.datasets.samples import SAMPLES_DIR
-from p3data.datasets.stores import ENV_DATA_DIR
 from p3data.format.index import (
     RecordIndexError,
     index_for,
@@ -33,7 +30,6 @@ from p3data.format.tfrecord import frame
 from p3data.format.verify import verify_cache
 from p3data.read import open_cache
 from p3data.read.indexing import index_cache
-from p3data.vocab import ENV_VOCAB, SAMPLE_VOCAB
 
 TASK = "super_glue_copa_exercise_score_eval"
 SHARDS = 2
@@ -143,20 +139,14 @@ def test_progress_lines_go_to_the_stream_given(built, tmp_path):
     assert len(lines) == 3 * SHARDS and lines[-1].startswith(f"[p3data index] {3 * SHARDS} shards")
 
 
-@pytest.fixture(scope="module")
-def stock(tmp_path_factory) -> Path:
-    """`seqio_cache_tasks` output: no manifest, shards Beam cut."""
-    out = tmp_path_factory.mktemp("stock")
-    env = {**os.environ, ENV_DATA_DIR: str(SAMPLES_DIR), ENV_VOCAB: str(SAMPLE_VOCAB)}
-    subprocess.run([str(Path(sys.executable).with_name("seqio_cache_tasks")),
-                    "--module_import=p3data.tasks", f"--output_cache_dir={out}",
-                    f"--min_shards={SHARDS}", f"--tasks={TASK}",
-                    "--pipeline_options=--runner=DirectRunner"],
-                   env=env, check=True, capture_output=True, timeout=900)
-    return out
+@pytest.fixture
+def stock(stock_seqio_cache, tmp_path) -> Path:
+    """`seqio_cache_tasks` output (conftest): no manifest, shards Beam cut; TASK's folder
+    copied, to be indexed."""
+    shutil.copytree(stock_seqio_cache / TASK, tmp_path / "stock" / TASK)
+    return tmp_path / "stock"
 
 
-@pytest.mark.stock
 def test_a_stock_seqio_cache_is_read_and_indexed(stock, built, samples_in_seqio):
     import seqio
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +12,9 @@ from helpers.cache import assert_packs, assert_same_examples, read_examples, run
 from p3data import t0
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.errors import DataNotFoundError
-from p3data.datasets.samples import SAMPLES_DIR, sample_rows
+from p3data.datasets.samples import sample_rows
 from p3data.datasets.stores import ENV_DATA_DIR, ENV_MANUAL_DIR
 from p3data.templates.render import CompiledTemplate, Rendered
-from p3data.vocab import ENV_VOCAB, SAMPLE_VOCAB
 
 EOS = 1
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")
@@ -126,19 +122,10 @@ CACHED_TASKS = ["super_glue_copa_exercise", "super_glue_copa_exercise_score_eval
                 "anli_GPT_3_style_r1", "super_glue_rte_GPT_3_style"]
 
 
-@pytest.fixture(scope="module")
-def stock_cache(tmp_path_factory) -> Path:
-    """`seqio_cache_tasks --module_import=p3data.tasks`, the stock command line."""
-    out = tmp_path_factory.mktemp("stock_cache")
-    env = {**os.environ, ENV_DATA_DIR: str(SAMPLES_DIR), ENV_VOCAB: str(SAMPLE_VOCAB)}
-    command = [
-        str(Path(sys.executable).with_name("seqio_cache_tasks")),
-        "--module_import=p3data.tasks", f"--output_cache_dir={out}", "--min_shards=2",
-        "--tasks=" + ",".join(CACHED_TASKS), "--pipeline_options=--runner=DirectRunner",
-    ]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out
+@pytest.fixture
+def stock_cache(stock_seqio_cache) -> Path:
+    """`seqio_cache_tasks --module_import=p3data.tasks`, the stock command line (conftest)."""
+    return stock_seqio_cache
 
 
 @pytest.mark.stock

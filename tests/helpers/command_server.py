@@ -116,7 +116,8 @@ _COMMAND_MODULES = ("p3data.cli", "p3data.commands", "p3data.pipelines",
                     "apache_beam.runners.direct.direct_runner",
                     "apache_beam.runners.portability.fn_api_runner",
                     "apache_beam.runners.portability.portable_runner",
-                    "apache_beam.runners.worker.sdk_worker_main")
+                    "apache_beam.runners.worker.sdk_worker_main",
+                    "gcsfs")  # gs://'s filesystem, which fsspec imports on a first gs:// path
 
 
 def warm_up() -> None:
