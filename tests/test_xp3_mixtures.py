@@ -161,3 +161,56 @@ def test_no_training_task_reads_an_evaluation_set(definitions):
         read = {(s.entry.dataset, s.entry.subset)
                 for s in definitions.part(collection).tasks.values()}
         assert len(read) > 2000 and not read & held_out
+
+
+@pytest.fixture(scope="module")
+def evaluation(xp3_home) -> TaskSet:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_HOME, str(xp3_home))
+        return load_definitions(("xp3", "xp3eval"))
+
+
+def test_xp3_eval_holds_the_l1_sets_as_score_eval_tasks(evaluation):
+    """xmtf's L1 rank evaluation: 5 templates of each of the 32 sets (anli per round), on the
+    validation split (anli's dev rounds, xwinograd's test), the xp3mt branch's templates of
+    the English prompt folder; held out of xP3's training mixtures."""
+    part = evaluation.part("xp3eval")
+    assert len(part.tasks) == 31 * 5 + 3 * 5
+    assert part.mixtures["xp3_eval"].tasks == tuple(part.tasks)
+    assert all(name.endswith("_score_eval") and spec.score_eval and spec.template.answer_choices
+               for name, spec in part.tasks.items())
+    sw = evaluation.task("xp3_xcopa_sw_C1_or_C2_premise_so_because__score_eval")
+    assert sw.split_mapping == {"validation": "validation"} and sw.language == "sw"
+    assert sw.template.id == "5781b266-6eb9-49aa-880c-9669cbdb4017"  # xp3mt's, not tr13's
+    assert evaluation.task("xp3_anli_GPT_3_style_r2_score_eval").split_mapping == {
+        "validation": "dev_r2"}
+    assert evaluation.task("xp3_Muennighoff_xwinograd_pt_Replace_score_eval").split_mapping == {
+        "test": "test"}
+    story = evaluation.task("xp3_Muennighoff_xstory_cloze_sw_Answer_Given_options_score_eval")
+    assert story.split_mapping == {"validation": "eval"}  # the Hub copy's name
+    training = {t for m in evaluation.part("xp3").mixtures.values() for t in m.tasks}
+    assert not training & set(part.tasks)
+
+
+def test_an_xp3_eval_task_ranks_its_answer_choices_in_seqio(evaluation, tmp_path):
+    """Registered in seqio, an xcopa task's source and rank-classification preprocessor give
+    one example per answer choice and row (tokenizing is T0's score-eval tasks' own)."""
+    import seqio
+
+    from p3data.registry import register_task
+
+    name = "xp3_xcopa_sw_best_option_score_eval"
+    rows = [{"premise": f"Mtu {i} alianguka.", "choice1": "Aliumia.", "choice2": "Alicheka.",
+             "question": "effect", "label": i % 2, "idx": i} for i in range(3)]
+    path = tmp_path / "xcopa" / "sw" / "validation.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    if name in seqio.TaskRegistry.names():
+        seqio.TaskRegistry.remove(name)
+    task = register_task(evaluation.task(name), data_dir=tmp_path)
+    dataset = task.preprocessors[0](task.source.get_dataset("validation", shuffle=False))
+    examples = list(dataset.as_numpy_iterator())
+    assert len(examples) == 2 * len(rows)
+    assert [bool(e["is_correct"]) for e in examples] == [True, False, False, True, True, False]
+    assert examples[0]["targets"] == b"Aliumia."
+    assert examples[0]["inputs"].startswith(b"Mtu 0 alianguka.")
