@@ -23,7 +23,7 @@ from p3data.fewshot import VariantMixture, VariantSpec
 from p3data.format.features import FEWSHOT_FEATURES, TOKEN_FEATURES
 from p3data.preprocessors import rank_classification
 from p3data.sources import FewshotSource, PromptedSource, tf_dtype
-from p3data.taskset import MixtureDef, TaskDef, TaskSet
+from p3data.taskset import RATE_SPLIT, MixtureDef, TaskDef, TaskSet
 from p3data.templates import Template, TemplateCollection
 from p3data.templates.render import CompiledTemplate
 from p3data.vocab import T5, Vocabulary
@@ -152,21 +152,42 @@ def register_mixture(name: str, tasks: Iterable[str],
 def register_mixture_spec(mixture: MixtureDef,
                           tasks: Mapping[str, TaskDef]) -> seqio.Mixture | None:
     """A mixture of tasks registered already (`tasks`: their specs by name), at the rates its
-    rule gives: fixed for mixtures weighed by caps (like T0's training mixtures), else seqio's
-    count of each task's cached examples, at most `t0.MAX_EXAMPLES_PER_DATASET`, times the
-    task's share. None when the mixture has no task."""
+    rule gives: fixed for mixtures weighed by caps (like T0's training mixtures), else from
+    seqio's count of each task's cached examples (`_examples_rate`). None when the mixture has
+    no task."""
     members = [tasks[name] for name in mixture.tasks]
     if not members:
         return None
     if mixture.rate_by_cap:
         return seqio.MixtureRegistry.add(mixture.name,
                                          [(spec.name, mixture.rate(spec)) for spec in members])
-    return seqio.MixtureRegistry.add(mixture.name, [(spec.name, _examples_rate(
-        mixture.share(spec))) for spec in members])
+    return seqio.MixtureRegistry.add(mixture.name, [(spec.name, _examples_rate(mixture, spec))
+                                                    for spec in members])
 
 
-def _examples_rate(share: float) -> Callable[[seqio.Task], float]:
+def _examples_rate(mixture: MixtureDef, spec: TaskDef) -> Callable[[seqio.Task], float]:
+    """A task's rate from its cache: seqio's `mixing_rate_num_examples` (`EVAL_RATE`: the
+    train split, at most `t0.MAX_EXAMPLES_PER_DATASET`) times its share when the rule counts
+    seqio's split; else the rule's rate of the examples over its `rate_splits` (`_kept_rate`)."""
+    splits = mixture.rate_splits(spec)
+    if splits != (RATE_SPLIT,):
+        return functools.partial(_kept_rate, rate=functools.partial(mixture.rate, spec),
+                                 splits=splits)
+    share = mixture.share(spec)
     return EVAL_RATE if share == 1 else functools.partial(_shared_rate, share=share)
+
+
+def _kept_rate(task: seqio.Task, *, rate: Callable[[int | None], float | None],
+               splits: tuple[str, ...]) -> float:
+    """`rate` of the examples in `splits` of the task's cache, read from seqio's cached stats
+    as `mixing_rate_num_examples` reads them; of None when seqio finds no cache (the rule's
+    rate before a build: xP3's placeholder)."""
+    examples = (sum(task.get_cached_stats(split)["examples"] for split in splits)
+                if task.cache_dir else None)
+    found = rate(examples)
+    if found is None:
+        raise ValueError(f"{task.name} has no cache, whose examples its mixing rate counts")
+    return found
 
 
 @contextlib.contextmanager

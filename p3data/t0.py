@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog, DatasetEntry
+from p3data.taskset import RATE_SPLIT
 from p3data.templates import Template, TemplateCollection
 from p3data.templates.collection import damaged, promptsource_dir
 from p3data.templates.render import T0_RULE, RowRule, RowStep
@@ -92,6 +93,7 @@ class TaskSpec:
     dataset_step: RowStep | None = None  # on each row before templating (xP3's tasks' STEPS)
     vocabulary: Vocabulary = T5  # what it is tokenized with (xP3's tasks: mT5's)
     split_cap: SplitCap | None = None  # examples kept per split (xP3's tasks' cap)
+    language: str | None = None  # xP3's tasks': the language folder of all their examples
 
     @property
     def base_name(self) -> str:
@@ -124,6 +126,10 @@ class MixtureSpec:
     def share(self, task: TaskSpec) -> int:
         """Each task takes the whole of what the rule gives it."""
         return 1
+
+    def rate_splits(self, task: TaskSpec) -> tuple[str, ...]:
+        """The split whose examples `rate` takes: seqio's (`taskset.RATE_SPLIT`)."""
+        return (RATE_SPLIT,)
 
     @property
     def rate_rule(self) -> str:

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 ENTRY_POINTS = "p3data.collections"
 # A mixture weighed by examples counts a task's examples in this split, whichever split the
-# mixture is read from: seqio's `mixing_rate_num_examples` does.
+# mixture is read from, as seqio's `mixing_rate_num_examples` does (`MixtureDef.rate_splits`;
+# xP3's mixtures count every training split, as its recipe concatenated them).
 RATE_SPLIT = "train"
 LISTED_BY = "p3data list"  # where the known task names are listed, and the mixtures' names
 MIXTURES_LISTED_BY = "p3data list --mixtures"
@@ -85,6 +86,9 @@ class TaskDef(Protocol):
     @property
     def split_cap(self) -> SplitCap | None: ...  # examples kept per split (T0's: no cap)
 
+    @property
+    def language(self) -> str | None: ...  # of all its examples (xP3's folder; T0's: None)
+
 
 class MixtureDef(Protocol):
     """A mixture: its tasks, and the one rule that weighs them (`rate`)."""
@@ -102,6 +106,8 @@ class MixtureDef(Protocol):
     def rate_rule(self) -> str: ...  # the rule, said for people
 
     def share(self, task: TaskDef) -> float: ...  # the task's share of what the rule gives
+
+    def rate_splits(self, task: TaskDef) -> tuple[str, ...]: ...  # whose examples `rate` takes
 
     def rate(self, task: TaskDef, examples: int | None = None) -> float | None: ...
 

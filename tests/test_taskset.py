@@ -46,7 +46,7 @@ def definitions(no_templates_home) -> TaskSet:
 
 def test_every_collection_is_in_the_one_set(definitions):
     assert list(definitions.parts) == ["t0", "fewshot"]
-    assert list(definitions.unavailable) == ["xp3", "xp3mt"]
+    assert list(definitions.unavailable) == ["xp3", "xp3eval", "xp3mt"]
     assert len(definitions.tasks) == 983 + 3932 and len(definitions.mixtures) == 8 + 6
     assert set(installed_collections()) >= {"t0", "fewshot"}
     assert [c.name for c in in_order(installed_collections(), ["fewshot"])] == ["t0", "fewshot"]

@@ -73,7 +73,8 @@ def complete_task(config: CacheConfig, info: TaskInfo,
         seed=config.seed, layout="p3" if config.p3_layout else "seqio",
         splits={split: records[split] for split in listed},
         fewshot=info.spec.prompt_record() if isinstance(info.spec, VariantSpec) else None,
-        selection=selection_record(config.selection, config.cap, info.spec.split_cap))
+        selection=selection_record(config.selection, config.cap, info.spec.split_cap),
+        language=info.spec.language)
     present = set(fs.files_in(folder))
     if absent := sorted(manifest.files - present):
         return TaskStatus(f"{absent[0]} vanished from {folder} during the build")

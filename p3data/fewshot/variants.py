@@ -101,6 +101,10 @@ class VariantSpec:
         return self.base.vocabulary
 
     @property
+    def language(self) -> None:
+        return None  # T0's tasks record none
+
+    @property
     def split_cap(self) -> None:
         """Never capped: variants are of T0's tasks, which keep every example."""
         return None
@@ -141,6 +145,9 @@ class VariantMixture:
 
     def share(self, variant: VariantSpec) -> float:
         return self.settings.share(variant.shots)
+
+    def rate_splits(self, variant: VariantSpec) -> tuple[str, ...]:
+        return MixtureSpec(self.name, (), self.rate_by_cap).rate_splits(variant.base)
 
     def rate(self, variant: VariantSpec, examples: int | None = None) -> float | None:
         """The variant's rate: its task's rate under the T0 rule, times its share; `examples`

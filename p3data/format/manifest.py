@@ -5,8 +5,9 @@ A few-shot variant's manifest also records what made its prompts (`fewshot`) and
 its few-shot statistics, the rows its exemplars were drawn from (`sources[split][EXEMPLARS]`)
 and, for a split with exemplars, the fingerprint of their pool (`pool`, added within format
 version 2: a manifest written before it reads as one without a pool recorded). A capped
-task's (xP3's) records how its splits were capped (`selection`: rule, cap, candidate pool).
-T0's tasks' manifests have none of these keys, as before.
+task's (xP3's) records how its splits were capped (`selection`: rule, cap, candidate pool),
+and an xP3 task its language folder (`language`). T0's tasks' manifests have none of these
+keys, as before.
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ class Manifest:
     fewshot: dict | None = None
     # A capped task's (xP3's): its selection rule, cap and candidate pool per split.
     selection: dict | None = None
+    # An xP3 task's: the language folder of all its examples (the recipe's `lang_dir`).
+    language: str | None = None
 
     @property
     def files(self) -> set[str]:
@@ -112,7 +115,8 @@ class Manifest:
     def to_json(self) -> str:
         data = msgspec.to_builtins(self)
         for record in [data, *data["splits"].values()]:  # T0's tasks: no such keys
-            for key in ("fewshot", "pool", "selection"):  # (a record listed twice is one dict)
+            # (a record listed twice is one dict)
+            for key in ("fewshot", "pool", "selection", "language"):
                 if record.get(key, 0) is None:
                     del record[key]
         return dumps(data)

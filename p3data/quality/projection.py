@@ -24,6 +24,7 @@ from p3data.datasets.samples import SAMPLES_DIR
 from p3data.errors import P3DataError
 from p3data.fewshot import VariantSpec
 from p3data.quality.common import TokenCounter, read_batches, variant_prompter
+from p3data.quality.languages import LanguageCount, by_language, language_table
 from p3data.tables import text_table
 from p3data.taskset import TaskDef, TaskSet
 from p3data.templates import TemplateCollection
@@ -70,6 +71,7 @@ class Plan:
     vocabulary: str
     rate_rule: str
     differences: Differences | None  # None: not one of T0's mixtures, which T0 published
+    languages: list[LanguageCount] = field(default_factory=list)  # xP3's tasks: per folder
 
     @property
     def tokens(self) -> float:
@@ -88,8 +90,10 @@ def mean_tokens(specs: Sequence[TaskDef], tokens: TokenCounter) -> dict[str, flo
     counts: dict[str, list[int]] = {}
     for (_, source_split), users in t0.group_by_source_split(specs, [SPLIT]).items():
         members = [spec for spec, _ in users]
+        first = members[0]  # a mixture's tasks of one dataset share its collection's rule
         renderer = DatasetRenderer({spec.template.name: spec.template
-                                    for spec in members}.values())
+                                    for spec in members}.values(), rule=first.row_rule,
+                                   step=first.dataset_step, config=first.entry.subset)
         try:
             prompters = {spec.name: variant_prompter(spec, SPLIT, root=str(SAMPLES_DIR),
                                                      tokenizer=tokens.tokenizer)
@@ -129,13 +133,13 @@ def plan(
     rate), and how one of T0's own mixtures differs from `published` (default: T0's,
     `published_definitions()`)."""
     rule = definitions.mixture(mixture)
-    if not rule.rate_by_cap:
+    specs = definitions.mixture_tasks(mixture)
+    rates = {spec.name: rule.rate(spec) for spec in specs}
+    if None in rates.values():
         by_cap = [name for name, m in definitions.mixtures.items() if m.rate_by_cap]
         raise P3DataError(
             f"{mixture} is an evaluation mixture, weighted by the examples in its cache rather "
             f"than by T0's caps; plan one of: " + ", ".join(by_cap))
-    specs = definitions.mixture_tasks(mixture)
-    rates = {spec.name: rule.rate(spec) for spec in specs}
     total = sum(rates.values())
     if examples is None:
         examples, basis = round(total), "the mixture's total rate: each task once at its rate"
@@ -144,18 +148,29 @@ def plan(
     for spec in specs:
         share = rates[spec.name] / total if total else 0.0
         expected = examples * share
-        source_rows = spec.entry.splits.get(spec.split_mapping.get(SPLIT, ""), 0)
+        source_rows = spec.entry.splits.get(spec.split_mapping.get(SPLIT, "")) or 0
         mean = means[spec.name]
         tasks.append(TaskPlan(
             task=spec.name, dataset=spec.entry.name, source_rows=source_rows, cap=spec.cap,
             rate=rates[spec.name], share=share, examples=expected,
             epochs=expected / source_rows if source_rows else None,
             tokens_per_example=mean, tokens=expected * mean if mean is not None else None))
-    t0_part = definitions.part("t0")
+    t0_part = definitions.parts.get("t0")  # a task set may lack T0's (xP3's alone)
     differences = compare(t0_part, published or published_definitions(), mixture) if (
-        mixture in t0_part.mixtures) else None
+        isinstance(t0_part, t0.T0Definitions) and mixture in t0_part.mixtures) else None
     return Plan(mixture, total, examples, basis, tasks, tokens.describe(), rule.rate_rule,
-                differences)
+                differences, by_language((spec.language, spec.template.id,
+                                          catalog_examples(spec)) for spec in specs))
+
+
+def catalog_examples(spec: TaskDef) -> int | None:
+    """The examples a task's training splits can keep by the catalog's sizes: each split's
+    rows, at most its cap (None: a split's size is unknown)."""
+    sizes = [spec.entry.splits.get(split) for split in spec.split_mapping.values()]
+    if None in sizes:
+        return None
+    cap = spec.split_cap.cap if spec.split_cap else None
+    return sum(size if cap is None else min(size, cap) for size in sizes)  # type: ignore[misc]
 
 
 def compare(current: t0.T0Definitions, published: t0.T0Definitions, mixture: str) -> Differences:
@@ -192,6 +207,7 @@ def as_json(result: Plan) -> dict[str, Any]:
         "tokens_measured_with": f"bundled sample rows, {result.vocabulary}",
         "tasks": [asdict(task) for task in result.tasks],
         "differences": None if result.differences is None else asdict(result.differences),
+        "languages": [{**asdict(c), "templates": len(c.templates)} for c in result.languages],
     }
 
 
@@ -218,6 +234,10 @@ def format_plan(result: Plan) -> str:
     if unknown:
         lines.append(f"{unknown} tasks keep no sample example: their tokens are not counted")
     lines.append(_format_differences(result))
+    if result.languages:
+        header, rows = language_table(result.languages)
+        lines += ["", "per language folder (examples: each training split's catalog rows, at "
+                  "most the cap)", text_table(header, rows)]
     return "\n".join(lines)
 
 

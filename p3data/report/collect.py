@@ -26,7 +26,7 @@ from p3data.format.manifest import Manifest, ManifestError, SplitRecord, read_ma
 from p3data.format.shard_format import read_shard
 from p3data.format.tfrecord import CorruptRecordError
 from p3data.quality.validate import Lengths
-from p3data.taskset import RATE_SPLIT, MixtureDef, TaskSet
+from p3data.taskset import MixtureDef, TaskSet
 from p3data.templates.render import RENDER_ERROR
 
 _INPUTS, _TARGETS = INPUTS.encode(), TARGETS.encode()
@@ -72,6 +72,8 @@ class TaskReport:
     splits: list[SplitCounts]
     lengths: TaskLengths | None  # None: the task lacks the split the lengths are read from
     fewshot: FewshotStats | None = None  # a few-shot variant's figures, over its splits
+    template_id: str = ""
+    language: str | None = None  # an xP3 task's language folder (its manifest's)
 
     def examples(self, split: str) -> int | None:
         """Examples of `split` (None: the task has no such split)."""
@@ -202,7 +204,8 @@ def read_task(folder: str, manifest: Manifest, split: str, max_records: int) -> 
         lengths = read_lengths(folder, record.shards, record.examples, max_records)
     return TaskReport(manifest.task, manifest.dataset, manifest.template.name, splits, lengths,
                       None if manifest.fewshot is None else FewshotStats.summed(
-                          record.fewshot for record in manifest.splits.values()))
+                          record.fewshot for record in manifest.splits.values()),
+                      manifest.template.id, manifest.language)
 
 
 def _split_counts(split: str, record: SplitRecord) -> SplitCounts:
@@ -253,8 +256,15 @@ def mixture_shares(definitions: TaskSet,
     cached = {task.task: task for task in tasks}
     shares = []
     for mixture in definitions.mixtures.values():
-        rates = {name: mixture.rate(definitions.tasks[name], cached[name].examples(RATE_SPLIT))
+        rates = {name: mixture.rate(definitions.tasks[name], _examples(
+            cached[name], mixture.rate_splits(definitions.tasks[name])))
                  for name in mixture.tasks if name in cached}
         if rates:
             shares.append(MixtureShare(mixture, rates))
     return sorted(shares, key=lambda share: not share.complete)
+
+
+def _examples(task: TaskReport, splits: Sequence[str]) -> int | None:
+    """The task's examples over `splits` (None: it lacks one of them)."""
+    counts = [task.examples(split) for split in splits]
+    return None if None in counts else sum(counts)  # type: ignore[arg-type]

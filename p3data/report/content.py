@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from p3data.fewshot.stats import STATS_COLUMNS
+from p3data.quality.languages import LanguageCount, by_language, language_table
 from p3data.quality.validate import Lengths
 from p3data.report.collect import CacheReport, MixtureShare, TaskReport
 from p3data.tables import Cell
@@ -79,6 +80,22 @@ def mixture_rows(report: CacheReport) -> list[list[Cell]]:
         rows.append([mixture.name, len(mixture.rates), mixture.defined_tasks,
                      mixture.spec.rate_rule, mixture.total, 100 * over[2] if over else None])
     return rows
+
+
+def language_counts(tasks: Iterable[TaskReport]) -> list[LanguageCount]:
+    """Templates, tasks and kept examples (every split) per language folder (xP3's tasks)."""
+    return by_language((task.language, task.template_id,
+                        sum(split.examples for split in task.splits)) for task in tasks)
+
+
+def language_section(tasks: Iterable[TaskReport]) -> tuple[list[str], list[list[Cell]]] | None:
+    """The per-language table's header and rows; None when no task has a language (T0's)."""
+    counts = language_counts(tasks)
+    return language_table(counts) if counts else None
+
+
+LANGUAGE_NOTE = ("Per language folder: distinct templates, tasks, and the examples they kept "
+                 "over every split.")
 
 
 def sample_note(report: CacheReport) -> str:

@@ -13,6 +13,7 @@ from p3data.report.content import (
     COUNT_HEADER,
     DROPPED_HEADER,
     FEWSHOT_HEADER,
+    LANGUAGE_NOTE,
     LENGTH_HEADER,
     MIXTURE_HEADER,
     REASON_HEADER,
@@ -20,6 +21,7 @@ from p3data.report.content import (
     count_rows,
     dropped_rows,
     fewshot_rows,
+    language_section,
     length_rows,
     mixture_rows,
     reason_rows,
@@ -113,6 +115,9 @@ def _page(report: CacheReport) -> str:
                  "this cache. A mixture with only some of its tasks cached is shown over "
                  "those tasks: its shares are of their total.</p>")
     parts.append(html_table("mixtures", MIXTURE_HEADER, mixture_rows(report)))
+    if languages := language_section(report.tasks):
+        parts.append(f'<h3 id="languages">Languages</h3><p class="note">{LANGUAGE_NOTE}</p>'
+                     + html_table("languages", *languages))
     for mixture in report.mixtures:
         badge = "" if mixture.complete else (
             f'<span class="badge">{len(mixture.rates)} of {mixture.defined_tasks} tasks</span>')

@@ -10,6 +10,7 @@ from p3data.report.content import (
     COUNT_HEADER,
     DROPPED_HEADER,
     FEWSHOT_HEADER,
+    LANGUAGE_NOTE,
     LENGTH_HEADER,
     MIXTURE_HEADER,
     REASON_HEADER,
@@ -17,6 +18,7 @@ from p3data.report.content import (
     count_rows,
     dropped_rows,
     fewshot_rows,
+    language_section,
     length_rows,
     mixture_rows,
     reason_rows,
@@ -41,6 +43,8 @@ def render_markdown(report: CacheReport, html_name: str | None = None) -> str:
     lines += [markdown_table(REASON_HEADER, reason_rows(report.tasks)), "",
               markdown_table(DROPPED_HEADER, dropped)] if dropped else ["No row was dropped."]
     lines += ["", "## Mixtures", "", markdown_table(MIXTURE_HEADER, mixture_rows(report))]
+    if languages := language_section(report.tasks):
+        lines += ["", "## Languages", "", LANGUAGE_NOTE, "", markdown_table(*languages)]
     for mixture in report.mixtures:
         lines += ["", f"### {mixture.name}", "",
                   markdown_table(SHARE_HEADER, share_rows(mixture, report))]

@@ -1,18 +1,32 @@
-"""The collections `xp3` and `xp3mt` of the task set (entry points `p3data.collections`).
+"""The collections `xp3`, `xp3mt` and `xp3eval` of the task set (entry points
+`p3data.collections`).
 
 Light on purpose: every command loads every installed collection's module, so the recipe, its
 templates and its catalog are read only when the task set asks for the tasks (`define`).
 Without the set's templates installed the collection cannot load (`CollectionUnavailable`,
-saying how to install them): the task set is then the other collections', and any name
-`<set>` or `<set>_...` says why.
+saying how to install them): the task set is then the other collections', and any name the
+collection would define says why.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from p3data.taskset import Contribution, TaskSet
+
+
+def _templates(template_set: str, claims: str) -> Path:
+    """The installed templates of `template_set`, or why the collection cannot load."""
+    from p3data.taskset import CollectionUnavailable
+    from p3data.templates.collection import TemplateSetMissing
+    from p3data.templates.install import installed
+
+    try:
+        return installed(template_set)
+    except TemplateSetMissing as err:
+        raise CollectionUnavailable(str(err), claims=claims) from None
 
 
 class XP3Collection:
@@ -24,18 +38,26 @@ class XP3Collection:
         self.name = name
 
     def define(self, base: TaskSet) -> Contribution:
-        from p3data.taskset import CollectionUnavailable
-        from p3data.templates.collection import TemplateSetMissing
-        from p3data.templates.install import installed
-
-        try:
-            templates = installed(self.name)
-        except TemplateSetMissing as err:
-            raise CollectionUnavailable(str(err), claims=rf"{self.name}(_.*)?") from None
+        templates = _templates(self.name, rf"{self.name}(_.*)?")
         from p3data.xp3_recipe import tasks
 
         return tasks.define(self.name, templates, tasks.xp3_catalog())
 
 
+class XP3EvalCollection:
+    """xP3's held-out L1 evaluation as rank-classification tasks, and `xp3_eval`; on the
+    templates of the `xp3mt` branch, which xmtf's rank evaluation used."""
+
+    name = "xp3eval"
+    requires: tuple[str, ...] = ()
+
+    def define(self, base: TaskSet) -> Contribution:
+        templates = _templates("xp3mt", r"xp3_eval|xp3_.*_score_eval")
+        from p3data.xp3_recipe import evaluation, tasks
+
+        return evaluation.define(templates, tasks.xp3_catalog())
+
+
 XP3 = XP3Collection("xp3")
 XP3MT = XP3Collection("xp3mt")
+XP3_EVAL = XP3EvalCollection()

@@ -7,11 +7,12 @@ English datasets), the template of its prompt folder, the recipe's training spli
 folder (`XP3Rule(strip_connection=False)` for `code` only), its dataset's step, and the
 recipe's cap on each split (`SPLIT_CAP`; which examples it keeps: `p3data.builder.selection`).
 
-Mixtures: `<set>` (every task) and `<set>_<language>` per language folder, weighed by a cap:
-PLACEHOLDER, the recipe's 100,000 examples per (config, split, template) summed over the
+Mixtures: `<set>` (every task) and `<set>_<language>` per language folder, each task weighed
+by the examples its build kept over all its training splits (`KeptMixture`): the recipe
+concatenates what it keeps, test splits included. Before a build, by the placeholder of
+`placeholder_cap`: the recipe's 100,000 examples per (config, split, template) summed over the
 task's training splits, each split's catalog size when smaller (an unknown size counts as the
-cap). The recipe concatenates what it keeps, so the real rate is the examples a build keeps,
-which only a built cache knows.
+cap).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ SPLIT_CAP = SplitCap(CAP_PER_SPLIT, pool=500_000)
 WMT22 = "allenai/wmt22_african"
 WMT22_CAP = SplitCap(CAP_PER_SPLIT, pool=50_000)
 CODE = "code"  # the language folder whose templates keep the connection (`strip_connection`)
-RATE_RULE = (f"placeholder: the recipe's cap of {CAP_PER_SPLIT:,} per training split, or the "
-             "split's catalog size when smaller")
+RATE_RULE = ("examples kept over every training split, as the recipe concatenates them "
+             f"(before a build: at most {CAP_PER_SPLIT:,} per training split, or its catalog "
+             "size when smaller)")
 
 
 @functools.cache
@@ -57,19 +59,25 @@ def placeholder_cap(sizes: Iterable[int | None]) -> int:
 
 
 @dataclass(frozen=True)
-class CapMixture:
-    """An xP3 mixture, each task weighed by its cap (`RATE_RULE`)."""
+class KeptMixture:
+    """An xP3 mixture: each task weighed by the examples its build kept over all its training
+    splits (`RATE_RULE`), xP3's rate; without a build, by its placeholder cap."""
 
     name: str
     tasks: tuple[str, ...]
-    rate_by_cap: bool = True
+    rate_by_cap: bool = False
     rate_rule: str = RATE_RULE
 
     def share(self, task: TaskSpec) -> int:
         return 1
 
+    def rate_splits(self, task: TaskSpec) -> tuple[str, ...]:
+        """Every training split: xP3 trains on test splits too."""
+        return tuple(task.split_mapping)
+
     def rate(self, task: TaskSpec, examples: int | None = None) -> int:
-        return task.cap
+        """`examples`: kept over `rate_splits`, as a cache counts them (None: no cache)."""
+        return task.cap if examples is None else examples
 
 
 def pair_task(set_name: str, pair: PromptPair, catalog: Catalog, templates: Path) -> TaskSpec:
@@ -87,6 +95,7 @@ def pair_task(set_name: str, pair: PromptPair, catalog: Catalog, templates: Path
         dataset_step=STEPS.get(pair.dataset),
         vocabulary=MT5,
         split_cap=WMT22_CAP if pair.dataset == WMT22 else SPLIT_CAP,
+        language=pair.language,
     )
 
 
@@ -110,7 +119,7 @@ def define(set_name: str, templates: Path, catalog: Catalog) -> Contribution:
                               f"makes the task name {spec.name!r} a second time")
         tasks[spec.name] = spec
         languages.setdefault(pair.language, []).append(spec.name)
-    mixtures = {set_name: CapMixture(set_name, tuple(tasks))}
+    mixtures = {set_name: KeptMixture(set_name, tuple(tasks))}
     for language, names in sorted(languages.items()):
-        mixtures[f"{set_name}_{language}"] = CapMixture(f"{set_name}_{language}", tuple(names))
+        mixtures[f"{set_name}_{language}"] = KeptMixture(f"{set_name}_{language}", tuple(names))
     return Contribution(tasks, mixtures)
