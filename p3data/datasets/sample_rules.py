@@ -170,7 +170,7 @@ def rule_rows(key: DatasetKey, split: str) -> list[dict[str, Any]]:
 
 def is_samples(root: str) -> bool:
     """Whether a mirror root is the bundled samples' folder (`--samples`)."""
-    return Path(root).resolve() == SAMPLES_DIR.resolve() if "://" not in root else False
+    return "://" not in root and Path(root).resolve() == SAMPLES_DIR.resolve()
 
 
 class RuleStore:
