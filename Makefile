@@ -15,6 +15,7 @@ DEMO_DIR ?= demo_output
 # ones first), not largest first, which left the few-test crash modules to the run's end.
 PARALLEL ?= -n 2 --dist loadgroup --no-loadscope-reorder
 SAMPLE_VOCAB := p3data/data/vocab/sample.model
+XP3_SAMPLE_VOCAB := p3data/data/vocab/xp3-sample.model
 
 install: $(STAMP)
 
@@ -73,9 +74,11 @@ bench: install
 	$(PY) benchmarks/reader.py
 	$(PY) benchmarks/export.py
 
-# Retrain the offline sample vocabulary after changing samples or templates.
+# Retrain the offline sample vocabularies after changing samples or templates (xP3's needs its
+# templates installed: `p3data templates install xp3`).
 vocab: install
 	$(VENV)/bin/p3data vocab --out $(SAMPLE_VOCAB)
+	$(VENV)/bin/p3data vocab --collection xp3 --out $(XP3_SAMPLE_VOCAB)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

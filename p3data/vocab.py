@@ -25,6 +25,8 @@ MT5_VOCAB = "gs://t5-data/vocabs/mc4.250000.100extra/sentencepiece.model"
 ENV_VOCAB = "P3DATA_VOCAB"
 # Trained by `p3data vocab` from the bundled samples: works offline, for tests and the demo.
 SAMPLE_VOCAB = Path(__file__).parent / "data" / "vocab" / "sample.model"
+# xP3's offline one (`p3data vocab --collection xp3`: mT5's shape), from every xP3 config's samples.
+XP3_SAMPLE_VOCAB = SAMPLE_VOCAB.with_name("xp3-sample.model")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from test_trainer_t5x import model_gin
 
 from p3data.dataset_key import DatasetKey
-from p3data.datasets import samples
+from p3data.datasets import sample_rules, samples
 from p3data.taskset import load_definitions, one_vocabulary
 from p3data.templates.install import ENV_HOME
 from p3data.vocab import MT5, MT5_VOCAB, T5, VocabularyError
@@ -95,7 +95,8 @@ def test_the_sample_vocabulary_is_mt5_shaped(xp3_model):
 def test_the_vocab_command_renders_the_collections_samples(with_xp3, tmp_path, monkeypatch,
                                                            capsys):
     """Sample rows of an xP3 dataset are rendered by its tasks (xlcost's code templates keep
-    the connection); without samples or --text the command says what to give."""
+    the connection); without samples (files, and the families' rules) or --text the command
+    says what to give."""
     from p3data.cli import main
     from p3data.commands.vocab import collection_texts
 
@@ -105,6 +106,7 @@ def test_the_vocab_command_renders_the_collections_samples(with_xp3, tmp_path, m
         {"text": "Check if a number is even", "code": "def is_even ( n ) : NEW_LINE INDENT "
          "return n % 2 == 0 NEW_LINE DEDENT print ( is_even ( 4 ) ) NEW_LINE"}) + "\n")
     monkeypatch.setattr(samples, "SAMPLES_DIR", tmp_path)
+    monkeypatch.setattr(sample_rules, "FAMILIES", {})  # the bundled families made by rule
     texts = list(collection_texts("xp3"))
     assert " def is_even ( n ) :\n\treturn n % 2 == 0\nprint ( is_even ( 4 ) )" in texts
     monkeypatch.setattr(samples, "SAMPLES_DIR", tmp_path / "none")

@@ -88,7 +88,8 @@ def add_data_options(parser: argparse.ArgumentParser, *, max_rows: bool,
                              f"(default: ${ENV_DATA_DIR}{otherwise})")
     source.add_argument("--samples", action="store_const", dest="data_dir",
                         const=str(SAMPLES_DIR),
-                        help="read the bundled sample rows (same as --data-dir <samples>)")
+                        help="read the bundled sample rows: the samples folder as --data-dir, and "
+                             "xP3's families made by rule (docs/xp3.md)")
     if hub:
         add_hub_option(parser)
     if max_rows:

@@ -1,7 +1,9 @@
-"""The bundled sample rows: schema-true rows for every dataset T0's mixtures use.
+"""The bundled sample rows: schema-true rows for every dataset T0's and xP3's mixtures use.
 
 They live in `p3data/data/samples/<dataset>/[<subset>/]<split>.jsonl`, the same layout as a
-local data mirror, so the samples double as a mirror for tests and the demo.
+local data mirror, so the samples double as a mirror for tests and the demo; xP3's families of
+language configs (flores, wmt22, ...) are made by rule from `languages.yaml` instead
+(`sample_rules.py`).
 """
 
 from __future__ import annotations
@@ -16,18 +18,22 @@ from typing import Any
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog, DatasetEntry
 from p3data.datasets.rows import read_jsonl
+from p3data.datasets.sample_rules import SAMPLES_DIR, rule_rows, rule_splits
 from p3data.templates import TemplateCollection
 from p3data.templates.render import DatasetRenderer, Rendered
-
-SAMPLES_DIR = Path(__file__).parent.parent / "data" / "samples"
 
 
 def sample_splits(key: DatasetKey) -> list[str]:
     """Split names with sample rows, sorted."""
+    ruled = rule_splits(key)
+    if ruled is not None:
+        return ruled
     return sorted(path.stem for path in Path(key.folder(SAMPLES_DIR)).glob("*.jsonl"))
 
 
 def sample_rows(key: DatasetKey, split: str) -> list[dict[str, Any]]:
+    if rule_splits(key) is not None:
+        return rule_rows(key, split)
     return read_jsonl(f"{key.folder(SAMPLES_DIR)}/{split}.jsonl")
 
 

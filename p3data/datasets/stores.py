@@ -22,6 +22,7 @@ from p3data.datasets.errors import DataNotFoundError, MirrorError
 from p3data.datasets.hub import HubStore
 from p3data.datasets.parquet import ParquetRows, row_group_runs
 from p3data.datasets.rows import RowFile
+from p3data.datasets.sample_rules import RuleStore, is_samples, rule_splits
 from p3data.datasets.shards import ROWS_PER_SHARD, RowStore, Shard, file_shards, row_runs
 from p3data.datasets.snapshot import (
     SnapshotRecord,
@@ -266,9 +267,12 @@ def manual_dir() -> Path:
 
 def open_store(entry: DatasetEntry, data_dir: str | os.PathLike | None = None,
                rows_per_shard: int = ROWS_PER_SHARD, *, hub_root: str | None = None) -> RowStore:
-    """The mirror when one is set (it is then authoritative), else manual files, else the Hub
-    (through `hub_root`, else `$P3DATA_HUB_ROOT`, else huggingface.co)."""
+    """The mirror when one is set (it is then authoritative; the bundled samples' rule families
+    are made by their rule), else manual files, else the Hub (through `hub_root`, else
+    `$P3DATA_HUB_ROOT`, else huggingface.co)."""
     root = mirror_dir(data_dir)
+    if root is not None and is_samples(root) and rule_splits(entry.key) is not None:
+        return RuleStore(entry, rows_per_shard)
     if root is not None:
         return MirrorStore(root, entry, rows_per_shard)
     if entry.manual_download:

@@ -13,7 +13,7 @@ from typing import Any
 from p3data import fs
 from p3data.batching import row_batches
 from p3data.datasets.catalog import DatasetEntry
-from p3data.datasets.stores import ENV_DATA_DIR, MirrorStore, mirror_dir
+from p3data.datasets.stores import ENV_DATA_DIR, mirror_dir, open_store
 from p3data.errors import P3DataError
 from p3data.fewshot import VariantSpec
 from p3data.fewshot.pool import build_pool, pool_source
@@ -45,7 +45,7 @@ def read_batches(
 
     Raises a `SourceError` when the mirror lacks the split or a file cannot be read.
     """
-    store = MirrorStore(root, entry)
+    store = open_store(entry, root)
     rows: Iterator[dict[str, Any]] = (
         row for shard in store.list_shards(split) for row in store.read(split, shard))
     if max_rows is not None:
