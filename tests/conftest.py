@@ -30,7 +30,7 @@ FIXTURE_MARKERS = {
     "p3data_wheel": "env",
     "stock_seqio_cache": "stock",  # p3data's wheel, built by pip from a copy of the checkout
 }
-SLOW_MARKERS = ("env", "trainer", "crash", "server", "stock")
+SLOW_MARKERS = ("env", "trainer", "crash", "server", "stock", "collection")
 # The units xdist hands its workers (`--dist loadgroup`): the tests that share an expensive
 # session fixture, which the worker that runs them builds once; else a module's tests, so that
 # its module-scoped fixtures (a cache most of its tests read) are built once, not on each worker.

@@ -88,7 +88,7 @@ def test_the_rules_make_pairs_of_parallel_sentences():
         "swh_Latn", "yor_Latn", "hin_Deva", "zho_Hans", "arb_Arab", "tam_Taml", "urd_Arab"}
 
 
-@pytest.mark.slow
+@pytest.mark.collection  # renders the samples through every task of xP3 and xP3mt (15,571)
 def test_every_task_makes_examples_of_the_samples(by_config):
     """Rendered as the build renders (templates, step, row rule): no task is left without an
     example but the three whose template fails on every row of its dataset."""
