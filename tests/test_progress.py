@@ -1,13 +1,16 @@
 """The progress bar of `p3data export` and `fetch`: the work an item does not do leaves the
 total, the bar names the item in hand, notes go above it. The line of `compare` and `index`:
-at most one every so often, saying what is done, its rate and the caller's status."""
+at most one every so often, saying what is done, its rate and the caller's status. The line of
+`cache`: the rows of the units whose markers are written."""
 
 from __future__ import annotations
 
 import io
 import sys
 
-from p3data.progress import ProgressBar, ProgressLine, duration
+from p3data import fs
+from p3data.builder.work_folder import WorkDir
+from p3data.progress import MarkerProgress, ProgressBar, ProgressLine, duration
 
 
 class Terminal(io.StringIO):
@@ -48,3 +51,22 @@ def test_a_progress_line_at_most_every_so_often():
     assert len(lines) == 2 and lines[0].startswith("[p3data index] 2 shards · ")
     assert lines[0].endswith(" · start · elapsed 0m00s")
     assert lines[1].endswith(" · task t · elapsed 0m00s")
+
+
+def test_the_cache_line_counts_units_of_datasets_named_with_a_slash(tmp_path):
+    """A unit's marker is named after its dataset: `GEM/xlsum`'s lie in a folder of their own
+    (xP3's datasets are mostly `<org>/<name>`), and count as `glue`'s do."""
+    work = WorkDir(str(tmp_path))
+    names = ["glue/mrpc/train/00000", "GEM/xlsum/swahili/train/00000",
+             "facebook/flores/x/dev/00001"]
+    todo = {work.unit_marker(name): rows for name, rows in zip(names, (3, 5, 7), strict=True)}
+    stream = io.StringIO()
+    with MarkerProgress(unit_markers=work.unit_markers, todo=todo, splits=3, interval=3600,
+                        assembled_markers=work.assembled_markers, stream=stream) as progress:
+        for marker in list(todo)[:2]:
+            fs.write_bytes(marker, b"{}")
+        assert progress.rows_done() == 8
+        fs.write_bytes(list(todo)[2], b"{}")
+        assert progress.rows_done() == 15
+    assert stream.getvalue().startswith(
+        "[p3data cache] rows 15/15 done · task splits assembled 0/3")

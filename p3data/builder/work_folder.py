@@ -64,8 +64,8 @@ class WorkDir:
         return fs.join(self.root, "units", name + ".json")
 
     @property
-    def unit_markers(self) -> str:
-        return fs.join(self.root, "units", "*.json")
+    def unit_markers(self) -> str:  # at any depth: a unit of `GEM/xlsum` is in `units/GEM/`
+        return fs.join(self.root, "units", "**")
 
     def part(self, task: str, split: str, index: int, suffix: str) -> str:
         return fs.join(self.root, task, split, f"part-{index:05d}{suffix}")
