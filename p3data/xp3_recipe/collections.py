@@ -25,6 +25,7 @@ class XP3Collection:
 
     def define(self, base: TaskSet) -> Contribution:
         from p3data.taskset import CollectionUnavailable
+        from p3data.templates import parse_index
         from p3data.templates.collection import TemplateSetMissing
         from p3data.templates.install import installed
 
@@ -32,6 +33,7 @@ class XP3Collection:
             templates = installed(self.name)
         except TemplateSetMissing as err:
             raise CollectionUnavailable(str(err), claims=rf"{self.name}(_.*)?") from None
+        parse_index.load(templates.parent)  # the set's parsed templates, if it has an index
         from p3data.xp3_recipe import tasks
 
         return tasks.define(self.name, templates, tasks.xp3_catalog())
