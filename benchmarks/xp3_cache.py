@@ -93,6 +93,8 @@ def main() -> None:
         print(f"== {bench.name}: {args.rows:,} rows of {', '.join(languages)}; vocabulary {vocab}")
         ours = ours_rate(bench, mirror, work, vocab=vocab)
         floor = floor_rate(output_texts(work / "p3data-cache"), vocab, MT5.extra_ids)
+        print(f"the floor (SentencePiece batch encode of that cache's text): {floor:,.0f} "
+              "examples/CPU-s")
         stock = None
         if not args.skip_stock:
             stock_mirror = work / f"xp3-mirror-{args.stock_rows}"
