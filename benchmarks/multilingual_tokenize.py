@@ -58,6 +58,17 @@ def script_rows(sentences: list[str], rows: int, *, unspaced: bool, seed: int = 
             for _ in range(rows)]
 
 
+def mt5_like_vocab(folder: Path, sentences: dict[str, list[str]]) -> Path:
+    """The module's multilingual model (see its docstring) in `folder`, trained unless there."""
+    model = folder / "scripts.model"
+    if not model.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        train_vocabulary((line for lines in sentences.values() for line in lines), model,
+                         vocab_size=4000, extra_ids=100)
+        model.write_bytes(mt5_sized(model.read_bytes()))
+    return model
+
+
 def batches(rows: list[tuple[str, str]]) -> list[list[str]]:
     """Per batch of rows and prompt: the inputs, then the targets."""
     found = []
@@ -96,10 +107,7 @@ def main() -> None:
     args = parser.parse_args()
     sentences = script_sentences(args.scripts)
     if args.vocab is None:
-        args.vocab = Path(tempfile.mkdtemp(prefix="p3data-bench-")) / "scripts.model"
-        train_vocabulary((line for lines in sentences.values() for line in lines), args.vocab,
-                         vocab_size=4000, extra_ids=100)
-        args.vocab.write_bytes(mt5_sized(args.vocab.read_bytes()))
+        args.vocab = mt5_like_vocab(Path(tempfile.mkdtemp(prefix="p3data-bench-")), sentences)
     model = args.vocab.read_bytes()
     print(f"{args.rows:,} rows per script x {len(PROMPTS)} prompts; vocabulary {args.vocab}")
     print(f"{'script':<11} {'spaced':<7} {'SentencePiece':>14} {'p3data':>10} {'ratio':>7}"

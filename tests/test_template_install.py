@@ -25,6 +25,7 @@ from p3data.templates.install import (
     installed,
     p3data_home,
 )
+from p3data.templates.parse_index import INDEX_FILE
 from p3data.templates.yaml_io import read_template_file
 
 XP3 = TEMPLATE_SETS["xp3"]
@@ -51,9 +52,9 @@ def test_installed_from_the_archive_whole_and_in_promptsource_layout(sets_home):
         folder = templates.parent
         assert folder == sets_home / "templates" / f"{spec.name}-{spec.commit}"
         files = files_under(folder)
-        assert len(files) == spec.files + 1 and "LICENSE" in files
-        assert all(f == "LICENSE" or f.startswith("templates/") and f.endswith("/templates.yaml")
-                   for f in files)
+        assert len(files) == spec.files + 2 and {"LICENSE", INDEX_FILE} <= set(files)
+        assert all(f in ("LICENSE", INDEX_FILE)
+                   or f.startswith("templates/") and f.endswith("/templates.yaml") for f in files)
         assert "Apache License" in (folder / "LICENSE").read_text()
         for deep in DEEP:
             assert (templates / deep / "templates.yaml").is_file()

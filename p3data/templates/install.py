@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from p3data.errors import NotFoundError, P3DataError
+from p3data.templates import parse_index
 from p3data.templates.collection import TEMPLATE_FILENAME, TemplateSetMissing
 
 ENV_HOME = "P3DATA_HOME"
@@ -157,11 +158,14 @@ class Installed:
 
 def install(name: str, *, archive: Path | None = None, home: Path | None = None) -> Installed:
     """Install a set from `archive` (a tarball of its commit as GitHub lays it out), else from
-    its archive URL; a set already installed and sound is left as it is. The archive's files
-    are checked before any is written, and written beside the set's folder, then renamed."""
+    its archive URL; a set already installed and sound is left as it is (given its parse index
+    if it has none: an older install). The archive's files are checked before any is written,
+    and written beside the set's folder with their parse index, then renamed."""
     spec = template_set(name)
     folder = set_folder(spec, home)
     if folder.is_dir() and check(spec, folder) is None:
+        if not (folder / parse_index.INDEX_FILE).is_file():
+            _write_index(folder)
         return Installed(spec, folder, already=True)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with _scratch(folder) as scratch:
@@ -173,8 +177,13 @@ def install(name: str, *, archive: Path | None = None, home: Path | None = None)
             if (problem := _problem(spec, files)) is not None:
                 raise P3DataError(f"{named} {problem}; nothing installed")
             tar.extractall(staged, members=members, filter="data")
+        _write_index(staged)
         _move_into_place(staged, folder, scratch)
     return Installed(spec, folder, already=False)
+
+
+def _write_index(folder: Path) -> None:
+    parse_index.write(folder, sorted((folder / TEMPLATES).rglob(TEMPLATE_FILENAME)))
 
 
 @contextmanager

@@ -6,7 +6,9 @@ pandas and pkg_resources. Here the two tags map onto plain dataclasses through a
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +48,12 @@ def _constructor(kind: type[_Tagged]):
 _Loader.add_constructor("!Template", _constructor(_TemplateNode))
 _Loader.add_constructor("!TemplateMetadata", _constructor(_MetadataNode))
 
+ParsedFile = tuple[str, str | None, tuple[Template, ...]]  # dataset, subset, templates
 # (file, origin, digest of its text) -> what it parsed to: one entry per version of a file read
-_PARSED: dict[tuple[Path, str, bytes], tuple[str, str | None, tuple[Template, ...]]] = {}
+_PARSED: dict[tuple[Path, str, bytes], ParsedFile] = {}
+# digest of a file's text -> what such a text parses to, templates without their file: from an
+# installed set's parse index (`parse_index`)
+_INDEXED: dict[bytes, ParsedFile] = {}
 _TEMPLATE_KEYS = {"id", "name", "jinja", "reference", "metadata", "answer_choices"}
 # `languages` is newer promptsource's (the xP3 fork's) list of the prompt's languages
 _METADATA_KEYS = {"original_task", "choices_in_prompt", "metrics", "languages"}
@@ -63,14 +69,35 @@ def read_template_file(path: Path, origin: str = "") -> tuple[str, str | None, l
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise TemplateFileError(path, f"cannot read: {err}") from None
-    key = (path, origin, hashlib.blake2b(text.encode(), digest_size=16).digest())
+    key = (path, origin, text_digest(text))
     if (parsed := _PARSED.get(key)) is None:
-        parsed = _PARSED[key] = _parse(path, origin, text)
+        parsed = _PARSED[key] = _from_index(path, origin, key[2]) or parse_text(path, text, origin)
     dataset, subset, templates = parsed
     return dataset, subset, list(templates)
 
 
-def _parse(path: Path, origin: str, text: str) -> tuple[str, str | None, tuple[Template, ...]]:
+def text_digest(text: str) -> bytes:
+    """What names a version of a file's text (in the memo, and in a parse index)."""
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+def remember_parsed(parsed: Mapping[bytes, ParsedFile]) -> None:
+    """Take what texts with these digests parse to (a parse index's entries): a file read
+    later with one of them is not parsed."""
+    _INDEXED.update(parsed)
+
+
+def _from_index(path: Path, origin: str, digest: bytes) -> ParsedFile | None:
+    if (indexed := _INDEXED.get(digest)) is None:
+        return None
+    dataset, subset, templates = indexed
+    return dataset, subset, tuple(
+        dataclasses.replace(template, dataset=dataset, subset=subset, source=path, origin=origin)
+        for template in templates)
+
+
+def parse_text(path: Path, text: str, origin: str = "") -> ParsedFile:
+    """Parse the text of the template file `path` (named in errors and in its templates)."""
     try:
         data = yaml.load(text, Loader=_Loader)  # noqa: S506
     except yaml.MarkedYAMLError as err:

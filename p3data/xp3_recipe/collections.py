@@ -18,15 +18,19 @@ if TYPE_CHECKING:
 
 
 def _templates(template_set: str, claims: str) -> Path:
-    """The installed templates of `template_set`, or why the collection cannot load."""
+    """The installed templates of `template_set`, with the set's parsed templates if its
+    install wrote an index, or why the collection cannot load."""
     from p3data.taskset import CollectionUnavailable
+    from p3data.templates import parse_index
     from p3data.templates.collection import TemplateSetMissing
     from p3data.templates.install import installed
 
     try:
-        return installed(template_set)
+        templates = installed(template_set)
     except TemplateSetMissing as err:
         raise CollectionUnavailable(str(err), claims=claims) from None
+    parse_index.load(templates.parent)
+    return templates
 
 
 class XP3Collection:
