@@ -26,6 +26,21 @@ DATASETS = [DatasetKey("app_reviews"), DatasetKey("dbpedia_14"), DatasetKey("web
 T0_ONLY = r"(?!.*_[0-9]+shot$)"
 
 
+def add_stock_task(name: str, dataset_fn, output_features: dict) -> None:
+    """Registers a task the stock way, as the reference runs define theirs: rows rendered by
+    `dataset_fn` (a `FunctionDataSource` of one split, `train`), then seqio's own tokenizing
+    and EOS steps, cacheable by `seqio_cache_tasks`."""
+    import seqio
+
+    seqio.TaskRegistry.add(
+        name,
+        source=seqio.FunctionDataSource(dataset_fn, splits=["train"]),
+        preprocessors=[seqio.preprocessors.tokenize, seqio.preprocessors.append_eos,
+                       seqio.CacheDatasetPlaceholder(required=False)],
+        output_features=output_features,
+    )
+
+
 def t0_tasks(pattern: str) -> str:
     """A `--tasks` pattern for the T0 tasks `pattern` matches, without their variants."""
     return f"{T0_ONLY}(?:{pattern})"

@@ -15,6 +15,7 @@ import os
 
 import seqio
 import tensorflow as tf
+from common import add_stock_task
 from promptsource.templates import DatasetTemplates
 from promptsource.utils import removeHyphen
 
@@ -59,16 +60,9 @@ def register(datasets: list[tuple[str, str | None]]) -> None:
     """Register `t0style_<task>` for every template of these (dataset, subset) pairs."""
     for dataset, subset in datasets:
         for name in DatasetTemplates(dataset, subset).all_template_names:
-            seqio.TaskRegistry.add(
-                PREFIX + task_name(dataset, subset, name),
-                source=seqio.FunctionDataSource(
-                    functools.partial(dataset_fn, dataset=dataset, subset=subset,
-                                      template_name=name),
-                    splits=["train"]),
-                preprocessors=[seqio.preprocessors.tokenize, seqio.preprocessors.append_eos,
-                               seqio.CacheDatasetPlaceholder(required=False)],
-                output_features=FEATURES,
-            )
+            add_stock_task(PREFIX + task_name(dataset, subset, name),
+                           functools.partial(dataset_fn, dataset=dataset, subset=subset,
+                                             template_name=name), FEATURES)
 
 
 register(DATASETS)

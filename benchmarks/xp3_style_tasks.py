@@ -19,6 +19,7 @@ from pathlib import Path
 
 import seqio
 import tensorflow as tf
+from common import add_stock_task
 
 from p3data.dataset_key import DatasetKey
 from p3data.t0 import task_name
@@ -75,16 +76,9 @@ def register(configs) -> None:
     for config in configs:
         folder = prompt_folder(DATASET, config, english_prompts=True)
         for name in sorted(fork_templates(folder)):
-            seqio.TaskRegistry.add(
-                f"{PREFIX}xp3_{task_name(DATASET, config, name)}",
-                source=seqio.FunctionDataSource(
-                    functools.partial(dataset_fn, config=config, folder=folder,
-                                      template_name=name),
-                    splits=["train"]),
-                preprocessors=[seqio.preprocessors.tokenize, seqio.preprocessors.append_eos,
-                               seqio.CacheDatasetPlaceholder(required=False)],
-                output_features=FEATURES,
-            )
+            add_stock_task(f"{PREFIX}xp3_{task_name(DATASET, config, name)}",
+                           functools.partial(dataset_fn, config=config, folder=folder,
+                                             template_name=name), FEATURES)
 
 
 register([*SPACED, *UNSPACED])
