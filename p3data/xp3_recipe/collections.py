@@ -10,6 +10,7 @@ collection would define says why.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,6 @@ def _templates(template_set: str, claims: str) -> Path:
     """The installed templates of `template_set`, with the set's parsed templates if its
     install wrote an index, or why the collection cannot load."""
     from p3data.taskset import CollectionUnavailable
-    from p3data.templates import parse_index
     from p3data.templates.collection import TemplateSetMissing
     from p3data.templates.install import installed
 
@@ -29,8 +29,17 @@ def _templates(template_set: str, claims: str) -> Path:
         templates = installed(template_set)
     except TemplateSetMissing as err:
         raise CollectionUnavailable(str(err), claims=claims) from None
-    parse_index.load(templates.parent)
+    _load_index(templates.parent)
     return templates
+
+
+@functools.cache
+def _load_index(set_folder: Path) -> int:
+    """The set's parse index handed to the template reader once a process: xP3mt's tasks and
+    xp3eval's read the same set."""
+    from p3data.templates import parse_index
+
+    return parse_index.load(set_folder)
 
 
 class XP3Collection:
