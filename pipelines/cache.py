@@ -191,8 +191,7 @@ def build(pipeline: beam.Pipeline, plan: CachePlan, shipped: ShippedPlan) -> bea
                    if plan.pool_units else [])
     plans = (
         pipeline
-        | "Units" >> beam.Create(range(len(plan.units)))
-        | "Spread units" >> beam.Reshuffle()
+        | "Units" >> beam.Create(range(len(plan.units)))  # spread over workers (Create reshuffles)
         | "Render and tokenize shards" >> beam.ParDo(RenderShard(shipped), *pools_ready)
         | "Group by task split" >> beam.GroupByKey()
         | "Triage splits" >> beam.ParDo(TriageSplit(shipped))
@@ -220,8 +219,7 @@ def _pool_stage(pipeline: beam.Pipeline, plan: CachePlan,
     no such stage)."""
     return (
         pipeline
-        | "Pool units" >> beam.Create(range(len(plan.pool_units)))
-        | "Spread pool units" >> beam.Reshuffle()
+        | "Pool units" >> beam.Create(range(len(plan.pool_units)))  # spread, as the units
         | "Build pool parts" >> beam.ParDo(BuildPoolParts(shipped))
         | "Group parts by pool" >> beam.GroupByKey()
         | "Merge pools" >> beam.ParDo(MergePool(shipped))
