@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +26,14 @@ _compile = _env.from_string
 _memoised = functools.lru_cache(maxsize=None)(_compile)
 
 
+_DRAWS = re.compile(r"\|\s*choice\b|\bfilter\s+choice\b")  # the `choice` filter applied
+
+
 def _from_string(source):
     # Jinja folds `[...] | choice` over constant lists at compile time, so promptsource draws
     # while compiling: templates that draw must be compiled per row, as promptsource does.
-    return _compile(source) if "choice" in source else _memoised(source)
+    # (Memoising one that draws would fix its first draw, which the comparison would catch.)
+    return _compile(source) if _DRAWS.search(source) else _memoised(source)
 
 
 _env.from_string = _from_string

@@ -3,13 +3,17 @@
 name, never copied into the repository) plus xP3's recipe's per-row rule (`apply_template`'s map
 and filter in bigscience's `data/xp3/prepare_xp3_train.py`), restated here for the tests.
 
-One test-only adjustment, which changes no rendered text but the draws: the fork's `choice`
-and `random` filters draw from the global `random` module; here they draw from the per-row
-seeded RNG p3data uses, so templates that draw can be compared exactly, not only for membership.
+Two test-only adjustments, which change no rendered text but the draws:
+- the fork's `choice` and `random` filters draw from the global `random` module; here they draw
+  from the per-row seeded RNG p3data uses, so templates that draw can be compared exactly, not
+  only for membership;
+- the fork compiles each template on every call; here once per source: with those filters
+  drawing at render time (`pass_context`), compiling draws nothing.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import random
 import sys
@@ -107,6 +111,7 @@ def load_fork(templates_dir: Path, prompt_folders: list[str]) -> tuple[ModuleTyp
                      for name in prompt_folders}
     fork.env.filters["choice"] = _seeded_choice
     fork.env.filters["random"] = _seeded_random
+    fork.env.from_string = functools.lru_cache(maxsize=None)(fork.env.from_string)
     return fork, by_folder
 
 
