@@ -168,14 +168,13 @@ def stock_seqio_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def t0_train_reads(demo_cache, tmp_path_factory) -> dict[str, str]:
-    """The README's read of t0_train through seqio and T5X's packed read, run in one fresh
-    Python (`helpers.seqio_probes`): what each printed."""
+    """The README's read of t0_train through seqio, then T5X's packed batches of it, in one
+    fresh Python (`helpers.seqio_probes`): what each printed."""
     from helpers.doc_snippets import T0_TRAIN_READ, as_run, make_workdir, snippet_env
     from helpers.seqio_probes import T5X_PACKED_READ, run_probes
 
     workdir = make_workdir(tmp_path_factory.mktemp("t0_train_reads"), demo_cache)
-    return run_probes({"readme": (as_run(T0_TRAIN_READ), {}),
-                       "t5x": (T5X_PACKED_READ, {"CACHE": str(demo_cache)})},
+    return run_probes({"readme": as_run(T0_TRAIN_READ), "t5x": T5X_PACKED_READ},
                       cwd=workdir, env=snippet_env())
 
 
@@ -196,16 +195,26 @@ def worker_venv(tmp_path_factory, p3data_wheel):
 
 
 @pytest.fixture(scope="session")
-def xp3_templates(tmp_path_factory) -> dict[str, Path]:
-    """Both of xP3's template sets installed from the fork's archives once a session: set name
-    -> its templates/ folder."""
+def xp3_templates(tmp_path_factory, worker_id) -> dict[str, Path]:
+    """Both of xP3's template sets installed from the fork's archives once a run, by whichever
+    xdist worker asks first (some 10 s of CPU), in the run's folder the workers share: set
+    name -> its templates/ folder. Read them; copy what a test changes."""
+    import fcntl
+
     from helpers.template_sets import shared_archive
 
     from p3data.templates.install import TEMPLATE_SETS, install, installed
 
-    home = tmp_path_factory.mktemp("xp3_home")
-    for name, spec in TEMPLATE_SETS.items():
-        install(name, archive=shared_archive(spec), home=home)
+    run_folder = tmp_path_factory.getbasetemp()
+    if worker_id != "master":  # each worker's folder is in the run's
+        run_folder = run_folder.parent
+    home = run_folder / "xp3_home"
+    with open(run_folder / "xp3_home.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits for the install
+        if not (run_folder / "xp3_home.done").exists():
+            for name, spec in TEMPLATE_SETS.items():
+                install(name, archive=shared_archive(spec), home=home)
+            (run_folder / "xp3_home.done").touch()
     return {name: installed(name, home=home) for name in TEMPLATE_SETS}
 
 
