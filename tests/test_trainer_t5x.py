@@ -175,10 +175,10 @@ def test_the_t5x_recipe_installs_what_airio_imports():
 def test_seqio_reads_the_cache_packed_as_t5x_asks(t0_train_reads):
     out = t0_train_reads["t5x"]  # helpers.seqio_probes.T5X_PACKED_READ, in a fresh Python
     lines = out.splitlines()
-    for name, length in [("encoder_input_tokens", 256), ("encoder_segment_ids", 256),
-                         ("encoder_positions", 256), ("decoder_target_tokens", 128),
-                         ("decoder_input_tokens", 128), ("decoder_loss_weights", 128),
-                         ("decoder_segment_ids", 128), ("decoder_positions", 128)]:
-        assert lines.count(f"{name} int32 (8, {length})") == 3, out
+    for name, length in [("encoder_input_tokens", 1024), ("encoder_segment_ids", 1024),
+                         ("encoder_positions", 1024), ("decoder_target_tokens", 256),
+                         ("decoder_input_tokens", 256), ("decoder_loss_weights", 256),
+                         ("decoder_segment_ids", 256), ("decoder_positions", 256)]:
+        assert lines.count(f"{name} int32 (4, {length})") == 3, out
     low, high = map(int, lines[-1].split()[-2:])
     assert low >= 1 and high > 1, out  # rows are packed with several examples
