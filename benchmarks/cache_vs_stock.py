@@ -137,7 +137,10 @@ def stock_rate(bench: BenchSet, mirror: Path, work: Path, *, vocab: Path = SAMPL
                                f"--module_import={bench.stock_module}",
                                f"--tasks={bench.stock_prefix}(?:{bench.tasks})",
                                f"--output_cache_dir={out}", "--min_shards=1",
-                               "--pipeline_options=--runner=DirectRunner"],
+                               # the runner p3data runs for the DirectRunner (Beam's
+                               # own would try to download Prism first)
+                               "--pipeline_options=--runner=apache_beam.runners.portability."
+                               "fn_api_runner.FnApiRunner"],
                               environment(mirror, vocab))
     examples = count_examples(out)
     print(f"stock seqio:       {examples:,} examples, {wall:7.1f} s wall, {cpu:7.1f} CPU-s, "

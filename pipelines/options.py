@@ -14,8 +14,11 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.portability.api import beam_provision_api_pb2
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.runners.portability.fn_api_runner.fn_runner import ExtendedProvisionInfo
+from apache_beam.runners.portability.portable_runner import JobServiceHandle
 from apache_beam.runners.runner import PipelineRunner, create_runner
 
 from p3data.errors import P3DataError
@@ -44,6 +47,8 @@ def beam_pipeline(args: Sequence[str], *, own_options: Sequence[str] = ()) -> be
     options = PipelineOptions(args)
     if parsed.runner:
         options.view_as(StandardOptions).runner = runner_name
+    if isinstance(runner, SwitchingDirectRunner):
+        runner = _tested_direct_runner(options)
     _check_direct(runner, options)
     try:
         return beam.Pipeline(runner=runner, options=options)
@@ -53,11 +58,23 @@ def beam_pipeline(args: Sequence[str], *, own_options: Sequence[str] = ()) -> be
                           f"{problems or err}") from None
 
 
+def _tested_direct_runner(options: PipelineOptions) -> FnApiRunner:
+    """What p3data runs for the DirectRunner: the FnApiRunner, as Beam's DirectRunner ran it
+    until recently (`--direct_num_workers`, `--direct_running_mode`). Beam's (2.77) tries its
+    Prism runner first, a binary it downloads from GitHub at first use: online, the build would
+    go to a runner p3data is not tested on; offline, every run would wait for a failed download
+    first. `--runner=PrismRunner` still chooses Prism. The workers get the options as Beam's
+    DirectRunner gives them."""
+    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+    return FnApiRunner(provision_info=ExtendedProvisionInfo(
+        beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)))
+
+
 def _check_direct(runner: PipelineRunner, options: PipelineOptions) -> None:
     """What the DirectRunner cannot run though Beam's parser takes it: its FnApiRunner makes
     `direct_num_workers` workers, one per CPU for 0, and none for a negative count, which
     fails once the run has started (an IndexError deep in Beam). Other runners ignore it."""
-    if not isinstance(runner, SwitchingDirectRunner | FnApiRunner):
+    if not isinstance(runner, FnApiRunner):
         return
     workers = options.view_as(DirectOptions).direct_num_workers
     if workers < 0:

@@ -151,16 +151,22 @@ STOCK_TASKS = ("super_glue_copa_exercise", "super_glue_copa_exercise_score_eval"
                "story_cloze_2016_Answer_Given_options_score_eval_1shot")
 
 
+# What p3data runs for the DirectRunner: Beam's own tries its Prism runner first, downloading it
+# from GitHub (`pipelines.options`), which the tests never ask the network for.
+FN_API_RUNNER = "apache_beam.runners.portability.fn_api_runner.FnApiRunner"
+
+
 @pytest.fixture(scope="session")
 def stock_seqio_cache(tmp_path_factory) -> Path:
     """`seqio_cache_tasks --module_import=p3data.tasks`, the stock command line, on the bundled
-    samples with the sample vocabulary, in two shards a split: once a session (a Beam job of
-    its own in a fresh Python that imports seqio). Read it; copy what a test changes."""
+    samples with the sample vocabulary, in two shards a split, on the runner p3data runs for
+    the DirectRunner: once a session (a Beam job of its own in a fresh Python that imports
+    seqio). Read it; copy what a test changes."""
     out = tmp_path_factory.mktemp("stock_seqio_cache")
     env = {**os.environ, ENV_DATA_DIR: str(SAMPLES_DIR), ENV_VOCAB: str(SAMPLE_VOCAB)}
     command = [str(Path(sys.executable).with_name("seqio_cache_tasks")),
                "--module_import=p3data.tasks", f"--output_cache_dir={out}", "--min_shards=2",
-               "--tasks=" + ",".join(STOCK_TASKS), "--pipeline_options=--runner=DirectRunner"]
+               "--tasks=" + ",".join(STOCK_TASKS), f"--pipeline_options=--runner={FN_API_RUNNER}"]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stderr[-3000:]
     return out

@@ -23,6 +23,38 @@ def test_direct_runner_with_two_worker_processes(in_process, tmp_path):
     assert tree(tmp_path) == in_process
 
 
+# Python started with this on its path records every host name it looks up that is not this
+# machine's, before looking it up.
+_LOOKUPS = """
+import os, socket
+_lookup = socket.getaddrinfo
+def getaddrinfo(host, *args, **kwargs):
+    if host not in (None, "localhost", "127.0.0.1", "::1", socket.gethostname()):
+        with open(os.environ["LOOKUPS_FILE"], "a") as out:
+            out.write(f"{host}\\n")
+    return _lookup(host, *args, **kwargs)
+socket.getaddrinfo = getaddrinfo
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["--direct_num_workers=2",
+                                          "--direct_running_mode=multi_processing"]],
+                         ids=["in process", "two worker processes"])
+def test_the_direct_runner_looks_up_no_host_beyond_this_machine(in_process, tmp_path, workers):
+    """Beam's DirectRunner (2.77) first tries Prism, a binary it downloads from GitHub: p3data
+    runs the FnApiRunner it is tested on, online or not, and asks the network for nothing."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_LOOKUPS)
+    lookups = tmp_path / "lookups.txt"
+    env = {"PYTHONPATH": str(site), "LOOKUPS_FILE": str(lookups)}
+    result = run_cache(tmp_path / "out", "--tasks", TASKS, "--rows-per-shard", "4", *workers,
+                       env=env)
+    assert "Prism" not in result.stderr
+    assert not lookups.exists(), lookups.read_text()
+    assert tree(tmp_path / "out") == in_process
+
+
 def test_portable_runner_with_embedded_job_server(in_process, tmp_path):
     run_cache(tmp_path, "--tasks", TASKS, "--rows-per-shard", "4", "--runner=PortableRunner",
               "--job_endpoint=embed", "--environment_type=LOOPBACK")
