@@ -36,7 +36,7 @@ def _pending(config: CacheConfig, unit: WorkUnit) -> list[TaskOutput]:
         return list(unit.job.outputs)
     pending = []
     for out in unit.job.outputs:
-        meta = work.read_json(config.workdir.part(out.task, out.split, unit.index, ".json"),
+        meta = work.read_json(config.workdir.part(out.task, out.split, unit.part(out), ".json"),
                                 work.PartMeta)
         if meta is None or meta.failed or (meta.fingerprint, meta.rows) != (
                 out.fingerprint, _rows(unit)):
@@ -66,7 +66,7 @@ def process_unit(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer) -> b
             for meta in metas.values():
                 meta.failed, meta.traceback = reason, text
         work.write_json_files({  # metas last: they mark the parts complete
-            config.workdir.part(out.task, out.split, unit.index, ".json"): metas[out.task]
+            config.workdir.part(out.task, out.split, unit.part(out), ".json"): metas[out.task]
             for out in pending})
     return not any(meta.failed for meta in metas.values())
 
@@ -90,9 +90,9 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, *, tokenizer: Tokenizer,
     checker = RowChecker(job.entry.features)
     rows = open_store(job.entry, config.data_dir, config.rows_per_shard).read(
         job.source_split, unit.shard)
-    paths = {out.task: config.workdir.part(out.task, out.split, unit.index, ".tfrecord")
+    paths = {out.task: config.workdir.part(out.task, out.split, unit.part(out), ".tfrecord")
              for out in rendered}
-    key_paths = {out.task: config.workdir.part(out.task, out.split, unit.index, ".keys")
+    key_paths = {out.task: config.workdir.part(out.task, out.split, unit.part(out), ".keys")
                  for out in rendered if out.selection is not None and out.selection.cuts}
     with fs.atomic_writers([*paths.values(), *key_paths.values()]) as writers:
         files = {task: writers[path] for task, path in paths.items()}
