@@ -10,9 +10,11 @@ the recorded lengths (`write_shard`, per shard); then `finish_split` writes the 
 every shard's digest. A split of one part needs no dealt file: its part is dealt straight into
 the output shards, whose names and digests go to `finish_split` through the graph.
 
-A capped task split (xP3's) past its cap keeps the examples of smallest sort key over all its
+A task split of several source splits (xP3's `train`) has their parts one after another, the
+first source split's shards first (`TaskInfo.part_ranges`). A capped task split (xP3's) keeps,
+of each source split past its cap, the examples of smallest sort key over that source split's
 parts (`builder.selection`), in source order: the parts' records, dealt as above, less those
-past the threshold its parts' keys give (`triage_split`).
+past the threshold their keys give (`triage_split`).
 
 A rebuild first withdraws the old build (`completion.withdraw`, before any worker writes),
 keeping the files of splits an earlier run of the same build assembled (`reusable_record`).

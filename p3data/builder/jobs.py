@@ -104,9 +104,11 @@ class WorkUnit:
 
     @property
     def key(self) -> str:
-        """What this unit's parts are made for; a marker with another key is from other work."""
-        outputs = sorted((o.task, o.split, o.fingerprint, *[o.first_part] * bool(o.first_part))
-                         for o in self.job.outputs)
+        """What this unit's parts are made for; a marker with another key is from other work.
+        A part numbered past its source split's shard (a later source split's) says where;
+        the others' keys stay as they were."""
+        outputs = sorted((o.task, o.split, o.fingerprint) + ((o.first_part,) if o.first_part
+                                                              else ()) for o in self.job.outputs)
         payload = json.dumps([self.shard.start, self.shard.stop, outputs])
         return hashlib.sha256(payload.encode()).hexdigest()
 

@@ -163,7 +163,7 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
                            _variant_output(spec, split, plan.tasks[spec.name], listed)
                            if isinstance(spec, VariantSpec) else None,
                            _selection(config, spec, source_split, shards),
-                           _first_part(plan.tasks.get(spec.name), split, source_split))
+                           _first_part(plan.tasks[spec.name], split, source_split))
                 for spec, split in readers_alike
                 if spec.name in plan.tasks and split in plan.tasks[spec.name].splits)
             if not outputs:
@@ -188,10 +188,8 @@ def _rows_identity(sources: SourceSplits, listed: Listed,
     return {source: listed[key][1] for source, key in zip(sources, keys, strict=True)}
 
 
-def _first_part(info: TaskInfo | None, split: str, source_split: str) -> int:
+def _first_part(info: TaskInfo, split: str, source_split: str) -> int:
     """The part of `split` where the shards of its source split `source_split` begin."""
-    if info is None or split not in info.splits:
-        return 0
     order = source_splits(info.spec.split_mapping[split])
     return info.part_ranges(split)[order.index(source_split)].start
 
