@@ -48,8 +48,10 @@ class TaskOutput:
     variant: VariantOutput | None = None  # a few-shot variant's: how its prompts are made
     selection: Selection | None = None  # a capped task's (xP3's): which examples it keeps
     # The task split's part of this dataset split's first shard: the shards of the source
-    # splits it reads before this one come first (`TaskInfo.part_ranges`).
+    # splits it reads before this one come first (`TaskInfo.part_ranges`); and which of them
+    # this one is.
     first_part: int = 0
+    source_index: int = 0
 
 
 @dataclass(frozen=True)

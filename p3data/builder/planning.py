@@ -163,7 +163,7 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
                            _variant_output(spec, split, plan.tasks[spec.name], listed)
                            if isinstance(spec, VariantSpec) else None,
                            _selection(config, spec, source_split, shards),
-                           _first_part(plan.tasks[spec.name], split, source_split))
+                           *_part_place(plan.tasks[spec.name], split, source_split))
                 for spec, split in readers_alike
                 if spec.name in plan.tasks and split in plan.tasks[spec.name].splits)
             if not outputs:
@@ -188,10 +188,11 @@ def _rows_identity(sources: SourceSplits, listed: Listed,
     return {source: listed[key][1] for source, key in zip(sources, keys, strict=True)}
 
 
-def _first_part(info: TaskInfo, split: str, source_split: str) -> int:
-    """The part of `split` where the shards of its source split `source_split` begin."""
-    order = source_splits(info.spec.split_mapping[split])
-    return info.part_ranges(split)[order.index(source_split)].start
+def _part_place(info: TaskInfo, split: str, source_split: str) -> tuple[int, int]:
+    """The part of `split` where the shards of its source split `source_split` begin, and
+    which of its source splits that is."""
+    index = source_splits(info.spec.split_mapping[split]).index(source_split)
+    return info.part_ranges(split)[index].start, index
 
 
 Rendering = tuple[RowRule, RowStep | None, SplitCap | None, int]

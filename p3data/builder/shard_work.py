@@ -39,13 +39,16 @@ def _pending(config: CacheConfig, unit: WorkUnit) -> list[TaskOutput]:
         meta = work.read_json(config.workdir.part(out.task, out.split, unit.part(out), ".json"),
                                 work.PartMeta)
         if meta is None or meta.failed or (meta.fingerprint, meta.rows) != (
-                out.fingerprint, _rows(unit)):
+                out.fingerprint, _rows(unit, out)):
             pending.append(out)
     return pending
 
 
-def _rows(unit: WorkUnit) -> list[int]:
-    return [unit.shard.start, unit.shard.stop]
+def _rows(unit: WorkUnit, out: TaskOutput) -> list[int]:
+    """What a part was made from: the source shard's rows, and for a later source split of a
+    task split of several, which one (another sharding may give its part number to another
+    source split's shard of the same rows)."""
+    return [unit.shard.start, unit.shard.stop, *([out.source_index] if out.source_index else [])]
 
 
 def process_unit(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer) -> bool:
@@ -53,7 +56,7 @@ def process_unit(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer) -> b
     pending = _pending(config, unit)
     metas: dict[str, work.PartMeta] = {}
     if pending:
-        metas = {out.task: work.PartMeta(out.fingerprint, _rows(unit)) for out in pending}
+        metas = {out.task: work.PartMeta(out.fingerprint, _rows(unit, out)) for out in pending}
         try:
             _render_shard(config, unit, tokenizer=tokenizer, outputs=pending, metas=metas)
         except P3DataError as err:  # e.g. an unreadable source file: fails this split's tasks
