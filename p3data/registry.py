@@ -167,27 +167,20 @@ def register_mixture_spec(mixture: MixtureDef,
 
 def _examples_rate(mixture: MixtureDef, spec: TaskDef) -> Callable[[seqio.Task], float]:
     """A task's rate from its cache: seqio's `mixing_rate_num_examples` (`EVAL_RATE`: the
-    train split, at most `t0.MAX_EXAMPLES_PER_DATASET`) times its share when the rule counts
-    seqio's split; else the rule's rate of the examples over its `rate_splits` (`_kept_rate`)."""
-    splits = mixture.rate_splits(spec)
-    if splits != (RATE_SPLIT,):
-        return functools.partial(_kept_rate, rate=functools.partial(mixture.rate, spec),
-                                 splits=splits)
+    train split, at most `t0.MAX_EXAMPLES_PER_DATASET`) times its share when the rule has no
+    rate before a build (T0's); else the rule's rate of the train split's examples, its
+    placeholder before a build (xP3's, `_kept_rate`)."""
+    if mixture.rate(spec) is not None:
+        return functools.partial(_kept_rate, rate=functools.partial(mixture.rate, spec))
     share = mixture.share(spec)
     return EVAL_RATE if share == 1 else functools.partial(_shared_rate, share=share)
 
 
-def _kept_rate(task: seqio.Task, *, rate: Callable[[int | None], float | None],
-               splits: tuple[str, ...]) -> float:
-    """`rate` of the examples in `splits` of the task's cache, read from seqio's cached stats
-    as `mixing_rate_num_examples` reads them; of None when seqio finds no cache (the rule's
-    rate before a build: xP3's placeholder)."""
-    examples = (sum(task.get_cached_stats(split)["examples"] for split in splits)
-                if task.cache_dir else None)
-    found = rate(examples)
-    if found is None:
-        raise ValueError(f"{task.name} has no cache, whose examples its mixing rate counts")
-    return found
+def _kept_rate(task: seqio.Task, *, rate: Callable[[int | None], float]) -> float:
+    """`rate` of the examples in the train split of the task's cache, read from seqio's cached
+    stats as `mixing_rate_num_examples` reads them; of None when seqio finds no cache (the
+    rule's rate before a build: xP3's placeholder)."""
+    return rate(task.get_cached_stats(RATE_SPLIT)["examples"] if task.cache_dir else None)
 
 
 @contextlib.contextmanager

@@ -43,6 +43,7 @@ from p3data.format.features import (
     carries_choices,
     source_features,
 )
+from p3data.taskset import SourceSplits, source_splits
 from p3data.templates import Template
 from p3data.templates.render import (
     STEP_DROPPED,
@@ -65,6 +66,12 @@ def tf_dtype(feature: Feature) -> tf.DType:
     return tf.as_dtype(feature.dtype)
 
 
+def _rows(entry: DatasetEntry, sources: SourceSplits) -> int | None:
+    """The catalog's rows of the source splits a task split reads (None: a size unknown)."""
+    sizes = [entry.splits[source] for source in source_splits(sources)]
+    return None if None in sizes else sum(sizes)  # type: ignore[arg-type]
+
+
 class PromptedSource(seqio.DataSource):
     """Rows of one dataset, rendered by one template with a row rule (T0's, or xP3's with
     its dataset step first)."""
@@ -73,7 +80,7 @@ class PromptedSource(seqio.DataSource):
         self,
         entry: DatasetEntry,
         template: Template,
-        split_mapping: dict[str, str],
+        split_mapping: dict[str, SourceSplits],
         *,
         data_dir: str | os.PathLike | None = None,
         seed: int = 0,
@@ -82,7 +89,7 @@ class PromptedSource(seqio.DataSource):
     ):
         super().__init__(
             splits=list(split_mapping),
-            num_input_examples={s: entry.splits[src] for s, src in split_mapping.items()},
+            num_input_examples={s: _rows(entry, sources) for s, sources in split_mapping.items()},
         )
         self.entry = entry
         self.template = template
@@ -109,7 +116,12 @@ class PromptedSource(seqio.DataSource):
         return open_store(self.entry, self.data_dir)
 
     def list_shards(self, split: str) -> Sequence[str]:
-        return [shard.name for shard in self.store().list_shards(self.split_mapping[split])]
+        return [shard.name for _, shard in self._shards(self.store(), split)]
+
+    def _shards(self, store: RowStore, split: str) -> list[tuple[str, Shard]]:
+        """(source split, shard) of every source split `split` reads, in order."""
+        return [(source, shard) for source in source_splits(self.split_mapping[split])
+                for shard in store.list_shards(source)]
 
     @property
     def output_signature(self) -> dict[str, tf.TensorSpec]:
@@ -130,7 +142,7 @@ class PromptedSource(seqio.DataSource):
     ) -> tf.data.Dataset:
         del sequence_length, use_cached, num_epochs  # unused, as for every seqio source
         store = self.store()
-        shards = store.list_shards(self.split_mapping[split])
+        shards = self._shards(store, split)
         by_examples = shard_info is not None and len(shards) < shard_info.num_shards
         if shard_info is not None and not by_examples:
             shards = shards[shard_info.index :: shard_info.num_shards]
@@ -144,9 +156,11 @@ class PromptedSource(seqio.DataSource):
             dataset = dataset.shard(shard_info.num_shards, shard_info.index)
         return dataset
 
-    def _examples(self, store: RowStore, split: str, shards: list[Shard]) -> Iterator[dict]:
+    def _examples(self, store: RowStore, split: str,
+                  shards: list[tuple[str, Shard]]) -> Iterator[dict]:
+        """The examples of task split `split` from its source `shards`."""
         with_choices = self.with_choices
-        for _, outcome in self._renders(store, split, shards):
+        for _, outcome in self._renders(store, shards):
             example = {INPUTS: outcome.inputs, TARGETS: outcome.targets}
             if with_choices:
                 example[ANSWER_CHOICES] = outcome.answer_choices or []
@@ -159,14 +173,13 @@ class PromptedSource(seqio.DataSource):
             return None if kept.reason == STEP_DROPPED else kept
         return self.compiled.render_prepared(prepare_row(kept), index)
 
-    def _renders(self, store: RowStore, split: str,
-                 shards: list[Shard]) -> Iterator[tuple[dict, Rendered]]:
-        """(row, render) of the rows the dataset step and the row rule keep, in order;
-        failures are logged."""
+    def _renders(self, store: RowStore,
+                 shards: list[tuple[str, Shard]]) -> Iterator[tuple[dict, Rendered]]:
+        """(row, render) of the rows of (source split, shard)s the dataset step and the row
+        rule keep, in order; failures are logged."""
         errors = 0
-        for shard in shards:
-            for index, row in enumerate(store.read(self.split_mapping[split], shard),
-                                        start=shard.start):
+        for source, shard in shards:
+            for index, row in enumerate(store.read(source, shard), start=shard.start):
                 outcome = self._outcome(row, index)
                 if outcome is None:
                     continue
@@ -197,7 +210,8 @@ class FewshotSource(PromptedSource):
         return {name: tf.TensorSpec(feature.shape, tf_dtype(feature))
                 for name, feature in features.items()}
 
-    def _examples(self, store: RowStore, split: str, shards: list[Shard]) -> Iterator[dict]:
+    def _examples(self, store: RowStore, split: str,
+                  shards: list[tuple[str, Shard]]) -> Iterator[dict]:
         variant = self.variant
         # Step i of a query's draws is the same at any shot count: asking for k alone gives
         # the exemplars the builder's k-shot prompts show.
@@ -213,7 +227,7 @@ class FewshotSource(PromptedSource):
                                    tokenizer=tokenizer, long_fields=self.entry.text_lengths)
         with_choices = self.with_choices
         rows_dtype = FEATURES[EXEMPLAR_ROWS].dtype
-        for queries in batched(self._renders(store, split, shards)):
+        for queries in batched(self._renders(store, shards)):
             for example in prompter.prompts(queries)[variant.shots]:
                 fields = {INPUTS: example.inputs, TARGETS: example.targets,
                           NUM_SHOTS: example.num_shots,

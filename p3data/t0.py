@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.catalog import Catalog, DatasetEntry
-from p3data.taskset import RATE_SPLIT
+from p3data.taskset import SourceSplits, source_splits
 from p3data.templates import Template, TemplateCollection
 from p3data.templates.collection import damaged, promptsource_dir
 from p3data.templates.render import T0_RULE, RowRule, RowStep
@@ -86,7 +86,7 @@ class TaskSpec:
     name: str
     entry: DatasetEntry
     template: Template
-    split_mapping: dict[str, str]  # task split -> source split
+    split_mapping: dict[str, SourceSplits]  # task split -> what it reads (`source_splits`)
     score_eval: bool = False
     cap: int = 0  # T0's training rate for this task
     row_rule: RowRule = T0_RULE  # how a render becomes an example (xP3's tasks: `XP3Rule`)
@@ -126,10 +126,6 @@ class MixtureSpec:
     def share(self, task: TaskSpec) -> int:
         """Each task takes the whole of what the rule gives it."""
         return 1
-
-    def rate_splits(self, task: TaskSpec) -> tuple[str, ...]:
-        """The split whose examples `rate` takes: seqio's (`taskset.RATE_SPLIT`)."""
-        return (RATE_SPLIT,)
 
     @property
     def rate_rule(self) -> str:
@@ -251,12 +247,13 @@ def group_by_source_split(
     specs: Iterable[TaskSpec], splits: Collection[str] = ()
 ) -> dict[tuple[DatasetKey, str], list[tuple[TaskSpec, str]]]:
     """(dataset, source split) -> the (task, task split) pairs that read it, so that one pass
-    over a dataset split serves all of its tasks. `splits` narrows the task splits read
-    (default: all of each task's); a task without any of them is left out."""
+    over a dataset split serves all of its tasks (a task split of several source splits is
+    in the group of each). `splits` narrows the task splits read (default: all of each
+    task's); a task without any of them is left out."""
     groups: dict[tuple[DatasetKey, str], list[tuple[TaskSpec, str]]] = {}
     for spec in specs:
-        for split, source_split in spec.split_mapping.items():
-            if not splits or split in splits:
+        for split, sources in spec.split_mapping.items():
+            for source_split in source_splits(sources) if not splits or split in splits else ():
                 groups.setdefault((spec.entry.key, source_split), []).append((spec, split))
     return groups
 

@@ -33,11 +33,36 @@ if TYPE_CHECKING:
 
 ENTRY_POINTS = "p3data.collections"
 # A mixture weighed by examples counts a task's examples in this split, whichever split the
-# mixture is read from, as seqio's `mixing_rate_num_examples` does (`MixtureDef.rate_splits`;
-# xP3's mixtures count every training split, as its recipe concatenated them).
+# mixture is read from, as seqio's `mixing_rate_num_examples` does (xP3's tasks hold every
+# training split of the recipe's in it).
 RATE_SPLIT = "train"
 LISTED_BY = "p3data list"  # where the known task names are listed, and the mixtures' names
 MIXTURES_LISTED_BY = "p3data list --mixtures"
+# What a task split reads (`TaskDef.split_mapping`'s values): one source split, or several
+# whose examples it holds one after another, in order (xP3's `train`: every training split of
+# the recipe's, as it concatenates them). T0's are one source split, so their records stay as
+# they were.
+SourceSplits = str | tuple[str, ...]
+
+
+def source_splits(source: SourceSplits) -> tuple[str, ...]:
+    """The source splits a task split reads, in order."""
+    return (source,) if isinstance(source, str) else tuple(source)
+
+
+def source_label(source: SourceSplits) -> str:
+    """The source splits a task split reads, for people: `validation+test`."""
+    return "+".join(source_splits(source))
+
+
+def single_source(spec: TaskDef, split: str, *, use: str) -> str:
+    """The one source split `spec`'s `split` reads, or one line saying that `use` reads only
+    task splits of one source split."""
+    source = spec.split_mapping[split]
+    if not isinstance(source, str):
+        raise P3DataError(f"{spec.name}: its {split!r} split reads {len(source)} source splits "
+                          f"({', '.join(source)}); {use} reads a split of one source split")
+    return source
 
 
 @dataclass(frozen=True)
@@ -66,7 +91,7 @@ class TaskDef(Protocol):
     def template(self) -> Template: ...
 
     @property
-    def split_mapping(self) -> dict[str, str]: ...  # task split -> source split
+    def split_mapping(self) -> dict[str, SourceSplits]: ...  # task split -> what it reads
 
     @property
     def score_eval(self) -> bool: ...
@@ -107,8 +132,8 @@ class MixtureDef(Protocol):
 
     def share(self, task: TaskDef) -> float: ...  # the task's share of what the rule gives
 
-    def rate_splits(self, task: TaskDef) -> tuple[str, ...]: ...  # whose examples `rate` takes
-
+    # `examples`: the task's in its cache's RATE_SPLIT; None: no cache, when a rule gives
+    # a rate only if it has a placeholder (xP3's), else seqio's own count stands for it
     def rate(self, task: TaskDef, examples: int | None = None) -> float | None: ...
 
 

@@ -12,14 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers.cache import read_examples, render_collection, run_cache, task_args
+from helpers.cache import read_examples, render_collection, run_cache, task_args, tree
+from helpers.crash_run import crash_points, crash_run, kind
 
 from p3data.builder import fingerprint
 from p3data.builder.jobs import CacheConfig
 from p3data.datasets.catalog import Catalog
 from p3data.format.manifest import read_manifest
+from p3data.format.verify import verify_task
 from p3data.t0 import TaskSpec
-from p3data.taskset import TaskSet, load_definitions
+from p3data.taskset import TaskSet, load_definitions, source_splits
 from p3data.templates import Template
 from p3data.templates.install import ENV_HOME
 from p3data.templates.render import (
@@ -29,9 +31,11 @@ from p3data.templates.render import (
     TEMPLATE_SPLIT_ERROR,
     XP3Rule,
 )
+from p3data.vocab import SAMPLE_VOCAB
 from p3data.xp3_recipe.steps import STEPS
 
 T0_MRPC = "glue_mrpc_equivalent"
+FLORES = "xp3_facebook_flores_eng_Latn_swh_Latn_prev_eng_Latn_swh_Latn"
 # (collection, config as the recipe spells it) -> its tasks built here
 CONFIGS = {
     ("xp3mt", "paws-x/es"): ["xp3mt_paws_x_es_paraphrase_task_esmt",  # Spanish prompts
@@ -46,6 +50,8 @@ CONFIGS = {
     # one template name, in English (xP3's) and Arabic (xP3mt's), over one split in one run
     ("xp3", "xquad/xquad.ar"): ["xp3_xquad_xquad.ar_read_passage"],
     ("xp3mt", "xquad/xquad.ar"): ["xp3mt_xquad_xquad.ar_read_passage"],
+    # no train split: seqio's train is dev then devtest, each in shards of 2 rows
+    ("xp3", "facebook/flores/eng_Latn-swh_Latn"): [FLORES],
 }
 XP3_TASKS = [task for tasks in CONFIGS.values() for task in tasks]
 
@@ -65,6 +71,12 @@ def _wiki(i: int, source: str, target: str) -> dict:
     return {"gem_id": f"w{i}", "gem_parent_id": f"w{i}", "source_language": source,
             "target_language": target, "source": f"Article {i}, in {source}.",
             "target": f"Summary {i}, in {target}.", "references": [f"Summary {i}."]}
+
+
+def _flores(i: int, split: str) -> dict:
+    return {"id": i, "URL": f"https://example.org/{i}", "domain": "wikinews", "topic": "news",
+            "has_image": 0, "has_hyperlink": 0, "sentence_eng_Latn": f"Sentence {i} of {split}.",
+            "sentence_swh_Latn": f"Sentensi {i} ya {split}."}
 
 
 def _mlqa(i: int, answered: bool) -> dict:
@@ -93,6 +105,8 @@ ROWS = {
                                                   ("fr", "en"), ("fr", "en"), ("en", "fr")])]
         for split in ("train", "test")},
     ("mlqa", "mlqa.es.es"): {"test": [_mlqa(0, True), _mlqa(1, False), _mlqa(2, True)]},
+    ("facebook/flores", "eng_Latn-swh_Latn"): {split: [_flores(i, split) for i in range(3)]
+                                               for split in ("dev", "devtest")},
     ("xquad", "xquad.ar"): {"validation": [
         {"id": f"q{i}", "context": f"نهر النيل {i} أطول نهر.", "question": "ما أطول نهر؟",
          "answers": {"text": ["النيل"], "answer_start": [4]}} for i in range(3)]},
@@ -154,13 +168,17 @@ def registered(definitions) -> TaskSet:
 @pytest.mark.parametrize("collection, config", list(CONFIGS))
 def test_cached_examples_are_what_render_gives(collection, config, built, registered):
     """Stock seqio reads from the cache exactly the examples the render command gives for the
-    same rows, in row order; the manifest counts the pairs it drops under the same reasons."""
+    same rows, in row order, source split after source split (xP3's `train`: each of the
+    recipe's training splits); the manifest counts the pairs it drops under the same reasons."""
     for name in CONFIGS[collection, config]:
         spec = registered.task(name)
-        for split, source in spec.split_mapping.items():
-            rows = Path(spec.entry.key.folder(built.data), f"{source}.jsonl")
-            records = [r for r in render_collection(collection, config, rows, built.home)
-                       if r["template"] == spec.template.name]
+        assert list(spec.split_mapping) == ["train"]
+        for split, sources in spec.split_mapping.items():
+            per_source = [[r for r in render_collection(
+                collection, config, Path(spec.entry.key.folder(built.data), f"{source}.jsonl"),
+                built.home) if r["template"] == spec.template.name]
+                for source in source_splits(sources)]
+            records = [record for part in per_source for record in part]
             want = [(r["inputs"], r["targets"]) for r in records if "dropped" not in r]
             got = [(e["inputs_pretokenized"].decode(), e["targets_pretokenized"].decode())
                    for e in read_examples(name, split, built.out)]
@@ -169,7 +187,7 @@ def test_cached_examples_are_what_render_gives(collection, config, built, regist
             reasons = Counter(r["dropped"] for r in records if "dropped" in r)
             assert record.render_errors == reasons.pop(RENDER_ERROR, 0)
             assert record.dropped == dict(reasons), (name, split)
-            assert record.rows_read == len({r["row"] for r in records})
+            assert record.rows_read == sum(len({r["row"] for r in part}) for part in per_source)
 
 
 def test_steps_rules_and_row_numbers_were_exercised(built, registered):
@@ -181,22 +199,64 @@ def test_steps_rules_and_row_numbers_were_exercised(built, registered):
                           "train", out)
     assert solpy[0]["targets_pretokenized"].decode().startswith(" def is_even ( n ) :\n\t")
     summaries = read_examples("xp3_GEM_wiki_lingua_en_fr_article_summary_en", "train", out)
-    assert [e["inputs_pretokenized"].decode() for e in summaries] == [
+    assert [e["inputs_pretokenized"].decode() for e in summaries] == 2 * [  # train, then test
         f"Article in English: Article {i}, in en.\n\nSummary in French:" for i in (0, 2, 5)]
     spec = registered.task("xp3_codeparrot_apps_all_qsol")
     rows = ROWS["codeparrot/apps", "all"]["train"]
     picks = [STEPS["codeparrot/apps"](row, config="all", index=i) for i, row in enumerate(rows)]
     assert picks[1] is None and picks[2] is None
     apps = read_examples(spec.name, "train", out)
-    assert [e["targets_pretokenized"].decode() for e in apps] == [
+    assert [e["targets_pretokenized"].decode() for e in apps] == 2 * [  # rows numbered per split
         "\n" + pick["solution"] for pick in picks if pick is not None]
     assert spec.row_rule == XP3Rule(strip_connection=False)
-    paws = read_examples("xp3mt_paws_x_es_paraphrase_task_esmt", "test", out)
-    assert [e["inputs_pretokenized"].decode() for e in paws] == [
+    paws = read_examples("xp3mt_paws_x_es_paraphrase_task_esmt", "train", out)
+    assert [e["inputs_pretokenized"].decode() for e in paws] == 2 * [
         "Parafrasea la oración: La casa 1 es grande.", "Parafrasea la oración: La casa 3 es "
         "grande."]
     manifest = read_manifest(str(out / "xp3mt_paws_x_es_paraphrase_task_esmt"))
-    assert manifest.splits["test"].dropped == {BLANK: 2}
+    assert manifest.splits["train"].dropped == {BLANK: 4}
+
+
+def test_a_task_without_a_train_split_caches_its_splits_as_train(built, registered):
+    """flores has only dev and devtest: its task's one split, `train`, holds dev's examples
+    then devtest's (read by stock seqio), in source shards of 2 rows each; the manifest says
+    which source splits it read, their rows' identities and the examples each gave."""
+    folder = built.out / FLORES
+    assert sorted(p.name.split(".")[1] for p in folder.glob("info.*.json")) == ["train"]
+    got = [e["targets_pretokenized"].decode() for e in read_examples(FLORES, "train", built.out)]
+    assert got == [f"Sentensi {i} ya {split}." for split in ("dev", "devtest") for i in range(3)]
+    manifest = read_manifest(str(folder))
+    assert manifest.split_mapping == {"train": ["dev", "devtest"]}
+    assert list(manifest.sources["train"]) == ["dev", "devtest"]
+    assert manifest.splits["train"].source_examples == {"dev": 3, "devtest": 3}
+    assert verify_task(str(folder)) == []
+    # a single source split keeps T0's record: no per-source counts
+    assert read_manifest(str(built.out / "xp3_mlqa_mlqa.es.es_xp3longcontinue")).splits[
+        "train"].source_examples is None
+
+
+@pytest.mark.crash
+def test_every_crash_point_of_a_split_of_several_sources_resumes(xp3_home, data_dir, tmp_path,
+                                                                 monkeypatch):
+    """flores' train reads dev then devtest, 2 source shards each (its parts 0-1 and 2-3): a
+    build killed before the first file operation of each kind, and before each part's record,
+    then rerun, ends with the very files an uninterrupted build writes."""
+    monkeypatch.setenv(ENV_HOME, str(xp3_home))
+    args = ["--data-dir", str(data_dir), "--vocab", str(SAMPLE_VOCAB), "--progress-every", "60",
+            *task_args(FLORES), "--rows-per-shard", "2"]
+    assert crash_run("crash", tmp_path / "whole", [-1], args) == [0]
+    expected = tree(tmp_path / "whole" / "-1")
+    trace = tmp_path / "whole" / "-1.crash.trace"
+    operations = [json.loads(line) for line in trace.read_text().splitlines()]
+    parts = [point for point, operation in enumerate(operations)
+             if kind(*operation) == "rename part meta"]
+    assert len(parts) == 4
+    points = sorted({*crash_points(trace), *parts})
+    crashes = tmp_path / "crashes"
+    assert crash_run("crash", crashes, points, args) == [137] * len(points)
+    assert crash_run("rerun", crashes, points, args) == [0] * len(points)
+    for point in points:
+        assert tree(crashes / str(point)) == expected, point
 
 
 def test_peek_reads_an_xp3_task(built):
@@ -228,7 +288,7 @@ def test_summary_counts_drops_by_reason(built):
     line = "dropped by reason: " + ", ".join(f"{reason} {count:,}"
                                              for reason, count in sorted(reasons.items()))
     assert line in summary.splitlines()
-    assert ("TEMPLATE_SPLIT_ERROR xp3_mlqa_mlqa.es.es_xp3longcontinue test: 1 of 3 rows "
+    assert ("TEMPLATE_SPLIT_ERROR xp3_mlqa_mlqa.es.es_xp3longcontinue train: 1 of 3 rows "
             "dropped alone (xP3's recipe dropped the template's whole split on one)"
             ) in summary.splitlines()
     assert ("dropped: left out by the row rule or a dataset step · errors: failed to render · "

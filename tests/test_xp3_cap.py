@@ -6,6 +6,7 @@ and runner writes the same bytes. A split with fewer rows than the cap keeps the
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,23 +160,31 @@ def _read(out: Path, name: str, split: str) -> list[tuple[str, str]]:
             for e in read_examples(name, split, out)]
 
 
+def _expected_train(expected, name: str, *, rule: str, seed: int
+                    ) -> tuple[list[tuple[str, str]], dict, dict[str, int]]:
+    """What a task's `train` keeps: each source split's capped examples (`_expected`), train's
+    then test's; their drops summed; the examples of each."""
+    want, dropped, parts = [], Counter(), {}
+    for split in ("train", "test"):
+        part, part_dropped = expected(name, split, rule=rule, seed=seed)
+        want, parts[split] = want + part, len(part)
+        dropped.update(part_dropped)
+    return want, dict(dropped), parts
+
+
 @pytest.mark.parametrize("name", list(TASKS))
 def test_xp3_rule_keeps_the_smallest_inputs_among_the_candidates(name, built, expected):
-    """Stock seqio reads, of each train split, the CAP examples of smallest inputs among the
-    rendered candidates, in row order; a test split of fewer rows than the cap keeps every
-    example `p3data render` gives. The manifest counts what was not selected and what was
-    past the cap."""
-    for split in ("train", "test"):
-        want, dropped = expected(name, split, rule="xp3", seed=0)
-        assert _read(built.out, name, split) == want, (name, split)
-        record = read_manifest(str(built.out / name)).splits[split]
-        assert (record.dropped, record.rows_kept) == (dropped, len(want)), (name, split)
-        if split == "train":
-            assert len(want) == CAP and dropped[NOT_SELECTED] == ROWS - POOL
-            assert dropped[OVER_CAP] > 0
-        else:
-            assert NOT_SELECTED not in dropped and OVER_CAP not in dropped
-            assert record.rows_read == SMALL
+    """Stock seqio reads, of the task's `train`, the source split train's CAP examples of
+    smallest inputs among the rendered candidates, in row order, then every example `p3data
+    render` gives of the test split (fewer rows than the cap): each source split capped
+    apart. The manifest counts what was not selected and what was past the cap."""
+    want, dropped, parts = _expected_train(expected, name, rule="xp3", seed=0)
+    assert _read(built.out, name, "train") == want, name
+    record = read_manifest(str(built.out / name)).splits["train"]
+    assert (record.dropped, record.rows_kept, record.source_examples) == (
+        dropped, len(want), parts), name
+    assert parts["train"] == CAP and dropped[NOT_SELECTED] == ROWS - POOL
+    assert OVER_CAP in dropped and record.rows_read == ROWS + SMALL
     if name.startswith("xp3mt_paws"):
         assert read_manifest(str(built.out / name)).splits["train"].dropped[BLANK] > 0
 
@@ -183,7 +192,7 @@ def test_xp3_rule_keeps_the_smallest_inputs_among_the_candidates(name, built, ex
 def test_the_cap_is_not_the_first_rows(built, definitions):
     """The rows are such that the cap's sort matters: what is kept is neither the first rows
     nor the first candidates, and two templates of one split keep different rows."""
-    kept = {name: _read(built.out, name, "train") for name in TASKS}
+    kept = {name: _read(built.out, name, "train")[:CAP] for name in TASKS}  # source train's
     firsts = [r["sentence1"] for r in map(_mrpc, range(CAP))]
     assert not all(any(first in inputs for inputs, _ in kept["xp3_glue_mrpc_equivalent"])
                    for first in firsts)
@@ -198,9 +207,9 @@ def test_uniform_keeps_cap_examples_a_function_of_the_seed(build, expected):
     for seed in (0, 1):
         run = build("--selection", "uniform", "--seed", str(seed), "--rows-per-shard", "4")
         for name in TASKS:
-            want, dropped = expected(name, "train", rule="uniform", seed=seed)
+            want, dropped, parts = _expected_train(expected, name, rule="uniform", seed=seed)
             kept[name, seed] = _read(run.out, name, "train")
-            assert kept[name, seed] == want and len(want) == CAP, (name, seed)
+            assert kept[name, seed] == want and parts["train"] == CAP, (name, seed)
             manifest = read_manifest(str(run.out / name))
             assert manifest.splits["train"].dropped == dropped
             assert manifest.selection == {"rule": "uniform", "cap": CAP, "pool": POOL}

@@ -1,5 +1,5 @@
-"""xP3's mixtures: each task weighed by the examples its build kept over all its training
-splits (the recipe concatenates them, test splits included), read from the cache by seqio
+"""xP3's mixtures: each task weighed by the examples its build kept in `train`, all its
+training splits (the recipe trains on them all, test splits included), read from the cache by seqio
 (its cached stats), by p3data's sampler and by the report alike; a task without a cache by
 its catalog-based placeholder. Each task records its language folder, in its spec and its
 manifest."""
@@ -60,12 +60,17 @@ def cache(xp3_home, tmp_path_factory) -> Path:
 
 
 def _kept(cache: Path, task: str) -> dict[str, int]:
-    return {split: record.rows_kept
-            for split, record in read_manifest(str(cache / task)).splits.items()}
+    """The examples of the task's train split, by the source split that gave them."""
+    manifest = read_manifest(str(cache / task))
+    assert list(manifest.splits) == ["train"]
+    record = manifest.splits["train"]
+    assert sum(record.source_examples.values()) == record.rows_kept == record.examples
+    return record.source_examples
 
 
 def test_the_build_kept_differs_by_split_and_task(cache):
-    """The counts the rates must follow: train capped, test whole, paws-x's blanks dropped."""
+    """The counts the rates must follow: train capped, test whole, paws-x's blanks dropped;
+    each source split capped apart."""
     kept = {task: _kept(cache, task) for task in BUILT}
     assert kept["xp3_glue_mrpc_equivalent"] == {"train": CAP, "test": ROWS["test"]}
     assert kept["xp3mt_paws_x_es_paraphrase_task_esmt"]["test"] < ROWS["test"]
@@ -73,8 +78,8 @@ def test_the_build_kept_differs_by_split_and_task(cache):
 
 def test_seqio_rates_are_the_kept_examples_of_every_training_split(definitions, cache):
     """Registered in seqio and read with `use_cached=True`, the mixture weighs each cached
-    task by its train + test examples (seqio's cached stats), an uncached one by its
-    placeholder cap."""
+    task by its train examples (seqio's cached stats): those of the source splits train and
+    test; an uncached one by its placeholder cap."""
     import seqio
 
     from p3data.registry import register_mixture_spec, register_task

@@ -23,7 +23,7 @@ from p3data.datasets.samples import SAMPLES_DIR, sample_rows, sample_splits
 from p3data.datasets.schema import RowChecker
 from p3data.format.manifest import read_manifest
 from p3data.t0 import TaskSpec
-from p3data.taskset import TaskSet, load_definitions
+from p3data.taskset import TaskSet, load_definitions, source_splits
 from p3data.templates.install import ENV_HOME
 from p3data.templates.render import Rendered
 from p3data.vocab import XP3_SAMPLE_VOCAB
@@ -54,7 +54,8 @@ def by_config(definitions) -> dict[DatasetKey, list[TaskSpec]]:
 
 
 def read_splits(specs: list[TaskSpec]) -> list[str]:
-    return sorted({split for spec in specs for split in spec.split_mapping.values()})
+    return sorted({split for spec in specs for sources in spec.split_mapping.values()
+                   for split in source_splits(sources)})
 
 
 def test_every_training_config_has_sample_rows_in_its_schema(by_config):
@@ -101,7 +102,8 @@ def test_every_task_makes_examples_of_the_samples(by_config):
                          if isinstance(outcome, Rendered)}
     empty = {spec.name for key, specs in by_config.items() for spec in specs
              if not any((key, split, spec.template.name) in kept
-                        for split in spec.split_mapping.values())}
+                        for sources in spec.split_mapping.values()
+                        for split in source_splits(sources))}
     assert empty == NEVER_RENDER
 
 
@@ -128,7 +130,7 @@ def test_verify_and_peek_read_the_cache(built, xp3_home):
     result = run_p3data(["verify", str(built)])
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     task = "xp3_facebook_flores_eng_Latn_swh_Latn_prev_eng_Latn_swh_Latn"
-    result = run_p3data(["peek", str(built), task, "--split", "dev", "-n", "3",
+    result = run_p3data(["peek", str(built), task, "--split", "train", "-n", "3",
                          "--vocab", str(XP3_SAMPLE_VOCAB)],
                         env={**os.environ, ENV_HOME: str(xp3_home)})
     assert result.returncode == 0, result.stderr[-2000:]
@@ -185,3 +187,45 @@ def test_stock_seqio_reads_a_task_of_every_dataset(built, definitions):
         set_vocabulary(None)
     assert set(languages()["sw"].sentences) & set(texts)
     assert any("def " in text or "{" in text for text in texts)
+
+
+def test_seqio_reads_every_task_of_a_language_mixture_on_train(built, definitions):
+    """`seqio.get_mixture_or_task("xp3_sw").get_dataset(split="train")`, as every T5X recipe
+    reads a training mixture, reads every task of it: each task's one split is `train`, which
+    holds all of its training splits (flores' dev then devtest), and seqio's rate of each task
+    is the examples its train split kept. A task without `train` would be skipped with no
+    more than a warning in seqio's log."""
+    import seqio
+
+    from p3data.registry import register_mixture_spec, register_task
+    from p3data.vocab import set_vocabulary
+
+    mixture = definitions.mixture("xp3_sw")
+    for name in mixture.tasks:
+        if name not in seqio.TaskRegistry.names():
+            register_task(definitions.task(name))
+    if mixture.name not in seqio.MixtureRegistry.names():
+        register_mixture_spec(mixture, definitions.tasks)
+    examples = {name: read_manifest(str(built / name)).splits["train"].examples
+                for name in mixture.tasks}
+    before = seqio.utils.get_global_cache_dirs()
+    seqio.utils.set_global_cache_dirs([str(built)])
+    set_vocabulary(XP3_SAMPLE_VOCAB)
+    try:
+        registered = seqio.get_mixture_or_task(mixture.name)
+        for task in registered.tasks:  # other modules may have pointed them at their caches
+            task._cache_dir, task._stats = None, {}
+        assert {task.name: task.splits for task in registered.tasks} == {
+            name: ("train",) for name in mixture.tasks}
+        assert {task.name: registered.get_rate(task) for task in registered.tasks} == examples
+        dataset = registered.get_dataset(split="train", use_cached=True, shuffle=False,
+                                         num_epochs=1, copy_pretokenized=True,
+                                         trim_output_features=False)
+        assert len(list(dataset.take(20).as_numpy_iterator())) == 20
+    finally:
+        seqio.utils.set_global_cache_dirs(before)
+        set_vocabulary(None)
+    flores = [name for name in mixture.tasks if "flores" in name]
+    assert flores and all(
+        read_manifest(str(built / name)).split_mapping == {"train": ["dev", "devtest"]}
+        for name in flores)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from p3data.t0 import task_name
-from p3data.taskset import CollectionUnavailable, TaskSet, load_definitions
+from p3data.taskset import CollectionUnavailable, TaskSet, load_definitions, source_splits
 from p3data.templates.install import ENV_HOME
 from p3data.templates.render import T0_RULE, CompiledTemplate, Rendered, XP3Rule
 from p3data.xp3_recipe.pairs import prompt_pairs
@@ -58,23 +58,27 @@ def test_names_are_unique_across_t0_and_xp3(xp3_definitions):
 def test_a_task_carries_its_entry_splits_rule_and_step(xp3_definitions):
     mrpc = xp3_definitions.task("xp3_glue_mrpc_equivalent")
     assert (mrpc.entry.dataset, mrpc.entry.subset) == ("glue", "mrpc")  # T0's catalog
-    assert mrpc.split_mapping == {"train": "train", "test": "test"}
+    assert mrpc.split_mapping == {"train": ("train", "test")}  # one after the other
     assert mrpc.row_rule == XP3Rule(strip_connection=True) and mrpc.dataset_step is None
     assert mrpc.cap == 3668 + 1725 and not mrpc.score_eval
     solpy = xp3_definitions.task(XLCOST_SOLPY)
     assert solpy.row_rule == XP3Rule(strip_connection=False)
     assert solpy.dataset_step is STEPS[XLCOST] and solpy.template.name == "solpy"
-    assert solpy.split_mapping == {"train": "train", "test": "test"}
+    assert solpy.split_mapping == {"train": ("train", "test")}
     assert solpy.cap == 9263 + 887
     # an unknown size counts the cap; wiki_lingua's sampled splits do not train
     cross = next(s for s in xp3_definitions.part("xp3").tasks.values()
                  if s.entry.dataset == "GEM/wiki_lingua" and s.entry.subset == "en_fr")
-    assert cross.split_mapping == {"train": "train", "test": "test"}
+    assert cross.split_mapping == {"train": ("train", "test")}
     assert cross.cap == 2 * CAP_PER_SPLIT
     # a template the recipe skips on test (hidden labels) trains on train only
     piqa = next(s for s in xp3_definitions.part("xp3").tasks.values()
                 if s.entry.dataset == "piqa")
-    assert piqa.split_mapping == {"train": "train"}
+    assert piqa.split_mapping == {"train": "train"}  # one source split: as T0's record it
+    # only validation and test: both train, in the config's order (the recipe's)
+    flores = next(s for s in xp3_definitions.part("xp3").tasks.values()
+                  if s.entry.dataset == "facebook/flores")
+    assert flores.split_mapping == {"train": ("dev", "devtest")}
     mixture = xp3_definitions.mixture("xp3mt_sw")
     assert mixture.rate_rule == RATE_RULE and mixture.rate(solpy) == solpy.cap
 
@@ -91,7 +95,8 @@ def _write_rows(folder: str, split: str, rows: list[dict]) -> None:
 
 
 def test_seqio_renders_as_the_fork_rule_does(xp3_definitions, tmp_path):
-    """Rows read through seqio's `get_dataset` give what the dataset step and `XP3Rule` give."""
+    """Rows read through seqio's `get_dataset` give what the dataset step and `XP3Rule` give:
+    its `train` split, the source split train then test, rows numbered per source split."""
     import seqio
 
     from p3data.registry import register_task
@@ -103,16 +108,18 @@ def test_seqio_renders_as_the_fork_rule_does(xp3_definitions, tmp_path):
             {"text": "Print a string", "code": "print ( \" a ▁ b \" ) NEW_LINE"},
             {"text": "", "code": ""}]
     _write_rows(spec.entry.key.folder(tmp_path), "train", rows)
+    _write_rows(spec.entry.key.folder(tmp_path), "test", rows[::-1])
     seqio.TaskRegistry.remove(spec.name)
     task = register_task(spec, data_dir=tmp_path)
+    assert task.source.num_input_examples("train") == 9263 + 887  # the catalog's train + test
     got = [{k: v.decode() for k, v in example.items()} for example in
            task.source.get_dataset("train", shuffle=False).as_numpy_iterator()]
     compiled = CompiledTemplate(spec.template, rule=XP3Rule(strip_connection=False))
     outcomes = [compiled.render(xlcost_code_clean(row, config=spec.entry.subset, index=i), i)
-                for i, row in enumerate(rows)]
+                for split in (rows, rows[::-1]) for i, row in enumerate(split)]
     want = [{"inputs": o.inputs, "targets": o.targets} for o in outcomes
             if isinstance(o, Rendered)]
-    assert got == want and len(want) == 2
+    assert got == want and len(want) == 4
     assert want[0]["targets"].startswith(" def is_even")
 
 
@@ -128,18 +135,19 @@ def test_seqio_applies_the_dataset_step_that_drops_rows(xp3_definitions, tmp_pat
              "target_language": target, "source": f"source text {i}",
              "target": f"target text {i}", "references": [f"target text {i}"]}
             for i, (source, target) in enumerate([("en", "fr"), ("fr", "en"), ("en", "fr")])]
-    _write_rows(spec.entry.key.folder(tmp_path), "train", rows)
+    for split in source_splits(spec.split_mapping["train"]):  # train, then test
+        _write_rows(spec.entry.key.folder(tmp_path), split, rows)
     seqio.TaskRegistry.remove(spec.name)
     task = register_task(spec, data_dir=tmp_path)
     got = list(task.source.get_dataset("train", shuffle=False).as_numpy_iterator())
     compiled = CompiledTemplate(spec.template, rule=XP3Rule())
     want = []
-    for i, row in enumerate(rows):
+    for i, row in [*enumerate(rows), *enumerate(rows)]:
         stepped = STEPS["GEM/wiki_lingua"](row, config="en_fr", index=i)
         if stepped is not None and isinstance(o := compiled.render(stepped, i), Rendered):
             want.append((o.inputs, o.targets))
     assert [(e["inputs"].decode(), e["targets"].decode()) for e in got] == want
-    assert len(want) == 2
+    assert len(want) == 4
 
 
 def test_without_templates_xp3_says_how_to_install_them(tmp_path):

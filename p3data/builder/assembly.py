@@ -10,9 +10,11 @@ the recorded lengths (`write_shard`, per shard); then `finish_split` writes the 
 every shard's digest. A split of one part needs no dealt file: its part is dealt straight into
 the output shards, whose names and digests go to `finish_split` through the graph.
 
-A capped task split (xP3's) past its cap keeps the examples of smallest sort key over all its
+A task split of several source splits (xP3's `train`) has their parts one after another, the
+first source split's shards first (`TaskInfo.part_ranges`). A capped task split (xP3's) keeps,
+of each source split past its cap, the examples of smallest sort key over that source split's
 parts (`builder.selection`), in source order: the parts' records, dealt as above, less those
-past the threshold its parts' keys give (`triage_split`).
+past the threshold their keys give (`triage_split`).
 
 A rebuild first withdraws the old build (`completion.withdraw`, before any worker writes),
 keeping the files of splits an earlier run of the same build assembled (`reusable_record`).
@@ -31,7 +33,7 @@ from p3data import fs
 from p3data.batching import batched
 from p3data.builder import work_folder as work
 from p3data.builder.jobs import CacheConfig, TaskInfo, task_folder
-from p3data.builder.selection import SortKey, cap_threshold, capped_meta
+from p3data.builder.selection import SortKey, cap_parts
 from p3data.builder.work_folder import DealtPart, SplitSummary
 from p3data.fewshot import VariantSpec
 from p3data.fewshot.stats import FewshotStats
@@ -44,6 +46,7 @@ from p3data.format.shard_format import DEFAULT_SHARD_FORMAT as SHARDS
 from p3data.format.shard_format import is_shard, shard_name
 from p3data.format.tfrecord import frame, read_frames, read_records
 from p3data.object_store import on_object_store
+from p3data.taskset import source_splits
 from p3data.templates.render import RENDER_ERROR
 
 EXAMPLES_PER_SHARD = 10_000  # with --shards unset: about one output shard per 10k examples
@@ -113,27 +116,26 @@ def triage_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummar
     if (record := reusable_record(config, info, split)) is not None:
         return SplitSummary(split, info.fingerprint, record)
     metas = []
-    for index in range(info.shard_counts[split]):
+    for index in range(info.parts(split)):
         meta = work.read_json(config.workdir.part(task, split, index, ".json"), work.PartMeta)
         if meta is None or meta.fingerprint != info.fingerprint:
             return SplitSummary(split, failed=f"source shard {index} was not processed")
         metas.append(meta)
     if failed := next((m for m in metas if m.failed), None):
         return SplitSummary(split, failed=failed.failed, traceback=failed.traceback)
-    threshold = None
-    if info.spec.split_cap is not None and sum(m.kept for m in metas) > (
-            cap := info.spec.split_cap.scaled(config.cap).cap):
+    thresholds: list[SortKey | None] = [None] * len(metas)
+    if info.spec.split_cap is not None:
         keys = [config.workdir.part(task, split, index, ".keys") for index in range(len(metas))]
-        threshold = cap_threshold((key for path in keys for key, *_ in work.read_keys(path)), cap)
-        metas = [capped_meta(meta, work.read_keys(path), threshold) for meta, path in zip(
-            metas, keys, strict=True)]
+        thresholds = cap_parts(metas, info.part_ranges(split),
+                               info.spec.split_cap.scaled(config.cap).cap, keys)
     dropped = _sum_dicts(m.dropped for m in metas)
     record = SplitRecord(
         rows_read=sum(m.rows_read for m in metas), rows_kept=sum(m.kept for m in metas),
         render_errors=dropped.pop(RENDER_ERROR, 0), dropped=dropped,
         errors=[e for m in metas for e in m.errors][:work.MAX_ERRORS_KEPT],
         schema=_sum_dicts(m.schema for m in metas), stats={}, num_shards=0, files={},
-        fewshot=_fewshot_stats(info, metas), pool=info.pools.get(split))
+        fewshot=_fewshot_stats(info, metas), pool=info.pools.get(split),
+        source_examples=_source_examples(info, split, metas))
     if reason := _verdict(config, info, split, record):
         return SplitSummary(split, failed=reason)
     stats = {"examples": sum(m.examples for m in metas)}
@@ -144,10 +146,20 @@ def triage_split(config: CacheConfig, info: TaskInfo, split: str) -> SplitSummar
                 getattr(m, key.replace("tokens", "max_tokens")) for m in metas)
     count = shard_count(config, stats["examples"])
     parts, first, offset = [], 0, 0
-    for index, meta in enumerate(metas):
+    for index, (meta, threshold) in enumerate(zip(metas, thresholds, strict=True)):
         parts.append(PartJob(task, split, index, count, first, offset, threshold))
         first, offset = first + meta.examples, offset + meta.kept
     return SplitAssembly(split, replace(record, stats=stats, num_shards=count), tuple(parts))
+
+
+def _source_examples(info: TaskInfo, split: str,
+                     metas: list[work.PartMeta]) -> dict[str, int] | None:
+    """A split of several source splits: the examples each gave (None: a split of one)."""
+    sources = info.spec.split_mapping[split]
+    if isinstance(sources, str):
+        return None
+    return {source: sum(metas[index].examples for index in parts)
+            for source, parts in zip(sources, info.part_ranges(split), strict=True)}
 
 
 def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> list[dict[str, str]]:
@@ -157,7 +169,7 @@ def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> list[dict[st
     files written for it (the shard and its index, with their sha256s), if any."""
     work_dir = config.workdir
     path = work_dir.part(job.task, job.split, job.index, ".tfrecord")
-    if info.shard_counts[job.split] == 1:
+    if info.parts(job.split) == 1:
         written = _deal_into_shards(path, task_folder(config, job.task),
                                     score_eval=info.spec.score_eval, job=job,
                                     keep=_kept(config, job))
@@ -253,7 +265,7 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
     name = shard_name(job.split, job.index, job.shards)
     digest, lengths = hashlib.sha256(), []
     dealt_parts = [work.read_json(work_dir.dealt(job.task, job.split, part, ".json"),
-                                    DealtPart) for part in range(info.shard_counts[job.split])]
+                                    DealtPart) for part in range(info.parts(job.split))]
     if missing := [part for part, dealt in enumerate(dealt_parts) if dealt is None]:
         raise RuntimeError(f"{job.task}/{job.split}: part {missing[0]} was not dealt")
     with fs.atomic_writer(fs.join(folder, name)) as shard:
@@ -321,13 +333,15 @@ def _free(work_files: str) -> None:
 def _verdict(config: CacheConfig, info: TaskInfo, split: str, record: SplitRecord) -> str:
     """Why a fully processed split still is not a success ("" when it is one). No example
     is a success only when T0's row rule left out every row."""
-    source = info.spec.split_mapping[split]
+    sources = source_splits(info.spec.split_mapping[split])
     rows, errors = record.rows_read, record.render_errors
     first = f": {record.errors[0]}" if record.errors else ""
     if not rows:
-        listed = info.spec.entry.splits.get(source)
-        return (f"source split {source!r} has no rows (the catalog lists {listed:,}); check "
-                f"the data files" if listed else f"source split {source!r} has no rows")
+        listed = sum(info.spec.entry.splits.get(source) or 0 for source in sources)
+        named = (f"source split {sources[0]!r} has" if len(sources) == 1 else
+                 f"source splits {', '.join(map(repr, sources))} have")
+        return (f"{named} no rows (the catalog lists {listed:,}); check the data files"
+                if listed else f"{named} no rows")
     if errors == rows:
         return f"every one of the {rows:,} rows failed to render{first}"
     if errors and not record.rows_kept:  # the rows that failed may be all it would have kept

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from p3data import fs
 from p3data.builder.defaults import DEFAULT_MAX_ERROR_RATE, DEFAULT_SELECTION
@@ -46,6 +47,11 @@ class TaskOutput:
     fingerprint: str
     variant: VariantOutput | None = None  # a few-shot variant's: how its prompts are made
     selection: Selection | None = None  # a capped task's (xP3's): which examples it keeps
+    # The task split's part of this dataset split's first shard: the shards of the source
+    # splits it reads before this one come first (`TaskInfo.part_ranges`); and which of them
+    # this one is.
+    first_part: int = 0
+    source_index: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,10 +100,17 @@ class WorkUnit:
     def rows(self) -> int:
         return self.shard.stop - self.shard.start
 
+    def part(self, output: TaskOutput) -> int:
+        """The number of this unit's part of `output`'s task split."""
+        return output.first_part + self.index
+
     @property
     def key(self) -> str:
-        """What this unit's parts are made for; a marker with another key is from other work."""
-        outputs = sorted((o.task, o.split, o.fingerprint) for o in self.job.outputs)
+        """What this unit's parts are made for; a marker with another key is from other work.
+        A part numbered past its source split's shard (a later source split's) says where;
+        the others' keys stay as they were."""
+        outputs = sorted((o.task, o.split, o.fingerprint) + ((o.first_part,) if o.first_part
+                                                              else ()) for o in self.job.outputs)
         payload = json.dumps([self.shard.start, self.shard.stop, outputs])
         return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -140,12 +153,23 @@ class TaskInfo:
     spec: TaskDef
     fingerprint: str  # of the build its manifest will record, every split it lists
     splits: tuple[str, ...]  # task splits to build
-    shard_counts: dict[str, int]  # task split -> source shards (= parts)
+    # task split -> the shards of each source split it reads, in order (its parts: the
+    # first source split's shards, then the next one's...)
+    shard_counts: dict[str, tuple[int, ...]]
     sources: dict[str, dict]  # task split -> identity of its rows, for every split listed
     kept: dict[str, SplitRecord] = field(default_factory=dict)  # split -> its record as kept
     present: tuple[str, ...] = ()  # the files its folder held when planned
     summaries: tuple[str, ...] = ()  # splits an earlier run of it left a summary of
     pools: dict[str, PoolRef] = field(default_factory=dict)  # split to build -> its exemplars
+
+    def parts(self, split: str) -> int:
+        return sum(self.shard_counts[split])
+
+    def part_ranges(self, split: str) -> list[range]:
+        """The task split's parts of each source split it reads, in order."""
+        counts = self.shard_counts[split]
+        return [range(end - count, end)
+                for end, count in zip(accumulate(counts), counts, strict=True)]
 
 
 @dataclass

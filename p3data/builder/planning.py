@@ -48,7 +48,7 @@ from p3data.format import layout
 from p3data.format.cache_folder import is_complete, splits_present
 from p3data.format.features import carries_choices
 from p3data.format.manifest import EXEMPLARS, Manifest, ManifestError, read_manifest
-from p3data.taskset import SplitCap, TaskDef
+from p3data.taskset import SourceSplits, SplitCap, TaskDef, source_splits
 from p3data.templates.render import RowRule, RowStep
 
 
@@ -64,7 +64,8 @@ def _earlier_build(config: CacheConfig, spec: TaskDef, folder: str) -> Manifest 
 
 
 def plan_task(config: CacheConfig, spec: TaskDef, sources: dict[str, dict],
-              shard_counts: dict[str, int], *, listing: dict[str, list[str]] | None = None,
+              shard_counts: dict[str, tuple[int, ...]], *,
+              listing: dict[str, list[str]] | None = None,
               exemplars: Mapping[str, dict] | None = None) -> TaskInfo | str | None:
     """What a run asked to build these splits of a task (`sources`: the identity of each one's
     rows) does with its folder: None when it holds this very build; else the splits to build
@@ -132,17 +133,20 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
     listing = fs.files_by_folder(config.output_dir)
     listed, unlisted = _list_splits(config, users, plan)
     for spec in specs:
-        reads = {s: (spec.entry.key, spec.split_mapping[s]) for s in wanted[spec.name]}
+        reads = {s: [(spec.entry.key, source) for source in source_splits(spec.split_mapping[s])]
+                 for s in wanted[spec.name]}
         variant = isinstance(spec, VariantSpec)
-        if why := next((unlisted[k] for k in reads.values() if k in unlisted), None) or (
+        if why := next((unlisted[k] for keys in reads.values() for k in keys if k in unlisted),
+                       None) or (
                 pool_refusal(spec, wanted[spec.name], listed, unlisted) if variant else None):
             plan.failed[spec.name] = why
             continue
-        sources = {s: listed[k][1] for s, k in reads.items()}
+        sources = {s: _rows_identity(spec.split_mapping[s], listed, keys)
+                   for s, keys in reads.items()}
         exemplars = exemplar_rows(spec, listed) if variant else {}
         info = plan_task(config, spec, variant_sources(sources, exemplars),
-                         {s: len(listed[k][0]) for s, k in reads.items()}, listing=listing,
-                         exemplars=exemplars)
+                         {s: tuple(len(listed[k][0]) for k in keys) for s, keys in reads.items()},
+                         listing=listing, exemplars=exemplars)
         if info is None:
             plan.done.append(spec.name)
         elif isinstance(info, str):
@@ -158,7 +162,8 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
                            carries_choices(spec.template, rule), plan.tasks[spec.name].fingerprint,
                            _variant_output(spec, split, plan.tasks[spec.name], listed)
                            if isinstance(spec, VariantSpec) else None,
-                           _selection(config, spec, source_split, shards))
+                           _selection(config, spec, source_split, shards),
+                           *_part_place(plan.tasks[spec.name], split, source_split))
                 for spec, split in readers_alike
                 if spec.name in plan.tasks and split in plan.tasks[spec.name].splits)
             if not outputs:
@@ -172,6 +177,22 @@ def build_plan(config: CacheConfig, specs: Sequence[TaskDef],
                                          for (k, split), (shards, _) in listed.items()})
     plan.resumed = {unit.name for unit in plan.units if _unit_done(config, unit, listing)}
     return plan
+
+
+def _rows_identity(sources: SourceSplits, listed: Listed,
+                   keys: list[tuple[DatasetKey, str]]) -> dict:
+    """The identity of the rows a task split reads: its source split's; for a split of
+    several, each one's by its name, in order."""
+    if isinstance(sources, str):
+        return listed[keys[0]][1]
+    return {source: listed[key][1] for source, key in zip(sources, keys, strict=True)}
+
+
+def _part_place(info: TaskInfo, split: str, source_split: str) -> tuple[int, int]:
+    """The part of `split` where the shards of its source split `source_split` begin, and
+    which of its source splits that is."""
+    index = source_splits(info.spec.split_mapping[split]).index(source_split)
+    return info.part_ranges(split)[index].start, index
 
 
 Rendering = tuple[RowRule, RowStep | None, SplitCap | None, int]
@@ -250,8 +271,8 @@ def _listed(path: str, listing: dict[str, list[str]]) -> bool:
 
 def _earlier_parts(config: CacheConfig, job: SplitJob, index: int,
                    listing: dict[str, list[str]]) -> bool:
-    return any(_listed(config.workdir.part(out.task, out.split, index, ".json"), listing)
-               for out in job.outputs)
+    return any(_listed(config.workdir.part(out.task, out.split, out.first_part + index, ".json"),
+                       listing) for out in job.outputs)
 
 
 def _unit_done(config: CacheConfig, unit: WorkUnit, listing: dict[str, list[str]]) -> bool:

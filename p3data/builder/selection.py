@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from p3data.builder.defaults import SELECTIONS
-from p3data.builder.work_folder import PartMeta
+from p3data.builder.work_folder import PartMeta, read_keys
 from p3data.datasets.catalog import DatasetEntry
 from p3data.taskset import SplitCap
 
@@ -128,3 +128,20 @@ def capped_meta(meta: PartMeta, keys: list[tuple[SortKey, int, int]],
     for n_in, n_out in sizes:
         capped.add_example(n_in, n_out)
     return capped
+
+
+def cap_parts(metas: list[PartMeta], groups: Iterable[range], cap: int,
+              key_paths: Sequence[str]) -> list[SortKey | None]:
+    """Keep at most `cap` examples of each group of a split's parts (a source split's: xP3
+    capped each split apart): `metas` become the capped parts'. Returns each part's threshold,
+    the largest sort key it keeps (None: it keeps all)."""
+    thresholds: list[SortKey | None] = [None] * len(metas)
+    for parts in groups:
+        if sum(metas[index].kept for index in parts) <= cap:
+            continue
+        threshold = cap_threshold(
+            (key for index in parts for key, *_ in read_keys(key_paths[index])), cap)
+        for index in parts:
+            metas[index] = capped_meta(metas[index], read_keys(key_paths[index]), threshold)
+            thresholds[index] = threshold
+    return thresholds

@@ -36,16 +36,19 @@ def _pending(config: CacheConfig, unit: WorkUnit) -> list[TaskOutput]:
         return list(unit.job.outputs)
     pending = []
     for out in unit.job.outputs:
-        meta = work.read_json(config.workdir.part(out.task, out.split, unit.index, ".json"),
+        meta = work.read_json(config.workdir.part(out.task, out.split, unit.part(out), ".json"),
                                 work.PartMeta)
         if meta is None or meta.failed or (meta.fingerprint, meta.rows) != (
-                out.fingerprint, _rows(unit)):
+                out.fingerprint, _rows(unit, out)):
             pending.append(out)
     return pending
 
 
-def _rows(unit: WorkUnit) -> list[int]:
-    return [unit.shard.start, unit.shard.stop]
+def _rows(unit: WorkUnit, out: TaskOutput) -> list[int]:
+    """What a part was made from: the source shard's rows, and for a later source split of a
+    task split of several, which one (another sharding may give its part number to another
+    source split's shard of the same rows)."""
+    return [unit.shard.start, unit.shard.stop, *([out.source_index] if out.source_index else [])]
 
 
 def process_unit(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer) -> bool:
@@ -53,7 +56,7 @@ def process_unit(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer) -> b
     pending = _pending(config, unit)
     metas: dict[str, work.PartMeta] = {}
     if pending:
-        metas = {out.task: work.PartMeta(out.fingerprint, _rows(unit)) for out in pending}
+        metas = {out.task: work.PartMeta(out.fingerprint, _rows(unit, out)) for out in pending}
         try:
             _render_shard(config, unit, tokenizer=tokenizer, outputs=pending, metas=metas)
         except P3DataError as err:  # e.g. an unreadable source file: fails this split's tasks
@@ -66,7 +69,7 @@ def process_unit(config: CacheConfig, unit: WorkUnit, tokenizer: Tokenizer) -> b
             for meta in metas.values():
                 meta.failed, meta.traceback = reason, text
         work.write_json_files({  # metas last: they mark the parts complete
-            config.workdir.part(out.task, out.split, unit.index, ".json"): metas[out.task]
+            config.workdir.part(out.task, out.split, unit.part(out), ".json"): metas[out.task]
             for out in pending})
     return not any(meta.failed for meta in metas.values())
 
@@ -90,9 +93,9 @@ def _render_shard(config: CacheConfig, unit: WorkUnit, *, tokenizer: Tokenizer,
     checker = RowChecker(job.entry.features)
     rows = open_store(job.entry, config.data_dir, config.rows_per_shard).read(
         job.source_split, unit.shard)
-    paths = {out.task: config.workdir.part(out.task, out.split, unit.index, ".tfrecord")
+    paths = {out.task: config.workdir.part(out.task, out.split, unit.part(out), ".tfrecord")
              for out in rendered}
-    key_paths = {out.task: config.workdir.part(out.task, out.split, unit.index, ".keys")
+    key_paths = {out.task: config.workdir.part(out.task, out.split, unit.part(out), ".keys")
                  for out in rendered if out.selection is not None and out.selection.cuts}
     with fs.atomic_writers([*paths.values(), *key_paths.values()]) as writers:
         files = {task: writers[path] for task, path in paths.items()}

@@ -13,6 +13,7 @@ from p3data.fewshot.stats import STATS_COLUMNS, STATS_LEGEND, FewshotStats
 from p3data.format import layout
 from p3data.format.manifest import read_manifests
 from p3data.tables import text_table
+from p3data.taskset import source_label
 from p3data.templates.render import (
     EMPTY_INPUTS,
     EXTRA_SEPARATOR,
@@ -65,7 +66,7 @@ def summary_table(result: RunResult) -> str:
                     f"{record.rows_read:,} rows dropped alone (xP3's recipe dropped the "
                     "template's whole split on one)")
             for category, count in record.schema.items():
-                key = (manifest.dataset, manifest.split_mapping[split], category)
+                key = (manifest.dataset, source_label(manifest.split_mapping[split]), category)
                 mismatches[key] = max(mismatches.get(key, 0), count)
             counts = [a + b for a, b in zip(counts, (
                 record.examples, record.tokens, sum(record.dropped.values()),

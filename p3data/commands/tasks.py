@@ -8,7 +8,7 @@ import argparse
 from p3data import t0
 from p3data.format.features import carries_choices, task_features
 from p3data.tables import text_table
-from p3data.taskset import MixtureDef, TaskDef
+from p3data.taskset import MixtureDef, TaskDef, source_splits
 
 
 def list_tasks(args: argparse.Namespace) -> int:
@@ -48,8 +48,9 @@ def show_task(args: argparse.Namespace) -> int:
     print(f"original task: {template.metadata.original_task}  metrics: "
           f"{', '.join(template.metadata.metrics or ()) or '-'}")
     print("splits:    " + ", ".join(
-        f"{split} <- {source} ({entry.splits[source]:,} rows)"
-        for split, source in spec.split_mapping.items()))
+        f"{split} <- " + " + ".join(f"{source} ({entry.splits[source]:,} rows)"
+                                    for source in source_splits(sources))
+        for split, sources in spec.split_mapping.items()))
     if variant is not None:
         settings = variant.settings
         pools = sorted({pool_source(variant.base, split).split for split in spec.split_mapping})

@@ -29,6 +29,7 @@ import numpy as np
 
 from p3data.fewshot.settings import FewshotSettings
 from p3data.t0 import TaskSpec
+from p3data.taskset import single_source
 from p3data.templates.render import NO_LABEL, Outcome, Rendered
 from p3data.tokenize import Tokenizer
 from p3data.tokenize.entries import Entry
@@ -67,8 +68,9 @@ class PoolSource:
 
 def pool_source(spec: TaskSpec, split: str) -> PoolSource:
     """The train split of the task's dataset; without one, the query's own split."""
-    query = spec.split_mapping[split]
-    train = spec.split_mapping.get(TRAIN)
+    use = "a few-shot variant's exemplar pool"
+    query = single_source(spec, split, use=use)
+    train = single_source(spec, TRAIN, use=use) if TRAIN in spec.split_mapping else None
     return PoolSource(query, True) if train is None else PoolSource(train, train == query)
 
 

@@ -19,7 +19,6 @@ from p3data.datasets.catalog import DatasetEntry
 from p3data.errors import P3DataError
 from p3data.fewshot.settings import LABEL_PATTERN, FewshotSettings
 from p3data.t0 import TRAINING_MIXTURES, MixtureSpec, T0Definitions, TaskSpec
-from p3data.taskset import RATE_SPLIT
 from p3data.templates import Template
 from p3data.templates.render import RowRule, RowStep
 
@@ -146,10 +145,6 @@ class VariantMixture:
 
     def share(self, variant: VariantSpec) -> float:
         return self.settings.share(variant.shots)
-
-    def rate_splits(self, variant: VariantSpec) -> tuple[str, ...]:
-        """Its task's under the T0 rule: seqio's split (`taskset.RATE_SPLIT`)."""
-        return (RATE_SPLIT,)
 
     def rate(self, variant: VariantSpec, examples: int | None = None) -> float | None:
         """The variant's rate: its task's rate under the T0 rule, times its share; `examples`

@@ -70,6 +70,8 @@ class SplitRecord:
     files: dict[str, str]  # name -> sha256: the split's shards, info and stats
     fewshot: dict | None = None  # a variant's: `fewshot.FewshotStats.as_dict()`
     pool: PoolRef | None = None  # a variant's with exemplars (not at 0 shots)
+    # A split of several source splits (xP3's `train`): the examples each gave, in order.
+    source_examples: dict[str, int] | None = None
 
     @property
     def examples(self) -> int:
@@ -93,7 +95,8 @@ class Manifest:
     template: TemplateRecord
     score_eval: bool
     sources: dict[str, dict]  # task split -> identity of the rows it was read from
-    split_mapping: dict[str, str]  # task split -> source split
+    # task split -> its source split, or the source splits whose examples it holds in order
+    split_mapping: dict[str, str | list[str]]
     vocabulary: VocabularyRecord
     seed: int
     layout: str  # "seqio" or "p3"
@@ -116,7 +119,7 @@ class Manifest:
         data = msgspec.to_builtins(self)
         for record in [data, *data["splits"].values()]:  # T0's tasks: no such keys
             # (a record listed twice is one dict)
-            for key in ("fewshot", "pool", "selection", "language"):
+            for key in ("fewshot", "pool", "selection", "language", "source_examples"):
                 if record.get(key, 0) is None:
                     del record[key]
         return dumps(data)

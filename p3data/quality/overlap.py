@@ -26,7 +26,7 @@ from p3data.fewshot import VariantSpec
 from p3data.fewshot.pool import is_usable, pool_source
 from p3data.quality.common import read_batches
 from p3data.tables import text_table
-from p3data.taskset import TaskDef, TaskSet
+from p3data.taskset import TaskDef, TaskSet, source_splits
 from p3data.templates.render import DatasetRenderer, Rendered
 
 TRAIN_SPLIT = "train"
@@ -119,7 +119,8 @@ def shared_datasets(train: Sequence[TaskDef], evaluation: Sequence[TaskDef],
 
 
 def _splits(specs: Sequence[TaskDef], split: str) -> list[str]:
-    return sorted({spec.split_mapping[split] for spec in specs if split in spec.split_mapping})
+    return sorted({source for spec in specs if split in spec.split_mapping
+                   for source in source_splits(spec.split_mapping[split])})
 
 
 class EvalIndex:
@@ -182,11 +183,11 @@ def overlap(
     for spec in train:
         if train_split not in spec.split_mapping:
             continue
-        split = spec.split_mapping[train_split]
         pool = (pool_source(spec.base, train_split).split
                 if isinstance(spec, VariantSpec) and spec.shots else None)
-        scans.setdefault((spec.entry.key, split), []).append(Role(spec, True, pool == split))
-        if pool is not None and pool != split:
+        for split in source_splits(spec.split_mapping[train_split]):
+            scans.setdefault((spec.entry.key, split), []).append(Role(spec, True, pool == split))
+        if pool is not None and pool != spec.split_mapping[train_split]:
             scans.setdefault((spec.entry.key, pool), []).append(Role(spec, False, True))
     for (_, split), roles in scans.items():
         try:

@@ -26,7 +26,7 @@ from p3data.fewshot import VariantSpec
 from p3data.quality.common import TokenCounter, read_batches, variant_prompter
 from p3data.quality.languages import LanguageCount, by_language, language_table
 from p3data.tables import text_table
-from p3data.taskset import TaskDef, TaskSet
+from p3data.taskset import TaskDef, TaskSet, source_splits
 from p3data.templates import TemplateCollection
 from p3data.templates.collection import TemplateSource, promptsource_dir
 from p3data.templates.render import DatasetRenderer, Rendered
@@ -148,7 +148,8 @@ def plan(
     for spec in specs:
         share = rates[spec.name] / total if total else 0.0
         expected = examples * share
-        source_rows = spec.entry.splits.get(spec.split_mapping.get(SPLIT, "")) or 0
+        source_rows = sum(spec.entry.splits.get(source) or 0
+                          for source in source_splits(spec.split_mapping.get(SPLIT, ())))
         mean = means[spec.name]
         tasks.append(TaskPlan(
             task=spec.name, dataset=spec.entry.name, source_rows=source_rows, cap=spec.cap,
@@ -166,7 +167,8 @@ def plan(
 def catalog_examples(spec: TaskDef) -> int | None:
     """The examples a task's training splits can keep by the catalog's sizes: each split's
     rows, at most its cap (None: a split's size is unknown)."""
-    sizes = [spec.entry.splits.get(split) for split in spec.split_mapping.values()]
+    sizes = [spec.entry.splits.get(split) for sources in spec.split_mapping.values()
+             for split in source_splits(sources)]
     if None in sizes:
         return None
     cap = spec.split_cap.cap if spec.split_cap else None

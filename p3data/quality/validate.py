@@ -28,7 +28,7 @@ from p3data.fewshot.stats import STATS_COLUMNS, STATS_LEGEND, FewshotStats
 from p3data.fewshot.variants import variant_name
 from p3data.quality.common import TokenCounter, read_batches, variant_prompter
 from p3data.tables import text_table
-from p3data.taskset import TaskDef
+from p3data.taskset import TaskDef, source_label, source_splits
 from p3data.templates.render import (
     NO_LABEL,
     NO_SEPARATOR,
@@ -156,14 +156,15 @@ def validate(
         name = _validated_as(spec)
         if (name, task_split) in reports:
             continue
-        source_split = spec.split_mapping.get(task_split, "")
+        sources = source_splits(spec.split_mapping.get(task_split, ()))
         report = TaskSplitValidation(name, spec.entry.name, spec.template.name, task_split,
-                                     source_split)
+                                     source_label(sources))
         reports[(name, task_split)] = report
-        if not source_split:
+        if not sources:
             report.error = f"no {task_split!r} split (has {', '.join(spec.split_mapping)})"
             continue
-        groups.setdefault((spec.entry.key, source_split), []).append((spec, report))
+        for source_split in sources:  # a split of several: counted over all of them
+            groups.setdefault((spec.entry.key, source_split), []).append((spec, report))
     for (_, source_split), members in groups.items():
         _validate_split(members, root, source_split, tokens=tokens, lengths=lengths,
                         max_rows=max_rows)

@@ -27,7 +27,7 @@ import numpy as np
 
 from p3data.errors import P3DataError
 from p3data.read.reader import CacheReader, open_cache
-from p3data.taskset import MixtureDef, TaskDef, TaskSet, load_definitions
+from p3data.taskset import RATE_SPLIT, MixtureDef, TaskDef, TaskSet, load_definitions
 
 STATE_VERSION = 1
 _LOG = logging.getLogger(__name__)
@@ -200,17 +200,15 @@ def mixture_sampler(cache: CacheReader | str | os.PathLike, mixture: str, split:
 
 
 def _rate(reader: CacheReader, spec: MixtureDef, task: TaskDef) -> float:
-    """The task's rate by `spec`'s rule, over the examples of its `rate_splits` in the cache,
+    """The task's rate by `spec`'s rule, over the examples of its train split in the cache,
     as the registry's seqio mixture computes it."""
     if spec.rate_by_cap:
         return spec.rate(task)
-    splits = spec.rate_splits(task)
-    lacking = [split for split in splits if split not in reader.splits(task.name)]
-    if lacking:
-        raise P3DataError(f"{reader.folder(task.name)}: no {lacking[0]!r} split, whose examples "
+    if RATE_SPLIT not in reader.splits(task.name):
+        raise P3DataError(f"{reader.folder(task.name)}: no {RATE_SPLIT!r} split, whose examples "
                           f"rate the task in {spec.name} (seqio's mixture fails on it too); "
                           "give a MixtureSampler rates of your own")
-    return spec.rate(task, sum(len(reader.split(task.name, split)) for split in splits))
+    return spec.rate(task, len(reader.split(task.name, RATE_SPLIT)))
 
 
 def _names(names: Sequence[str], shown: int = 10) -> str:

@@ -26,7 +26,7 @@ from p3data.format.manifest import Manifest, ManifestError, SplitRecord, read_ma
 from p3data.format.shard_format import read_shard
 from p3data.format.tfrecord import CorruptRecordError
 from p3data.quality.validate import Lengths
-from p3data.taskset import MixtureDef, TaskSet
+from p3data.taskset import RATE_SPLIT, MixtureDef, TaskSet
 from p3data.templates.render import RENDER_ERROR
 
 _INPUTS, _TARGETS = INPUTS.encode(), TARGETS.encode()
@@ -256,15 +256,9 @@ def mixture_shares(definitions: TaskSet,
     cached = {task.task: task for task in tasks}
     shares = []
     for mixture in definitions.mixtures.values():
-        rates = {name: mixture.rate(definitions.tasks[name], _examples(
-            cached[name], mixture.rate_splits(definitions.tasks[name])))
+        rates = {name: mixture.rate(definitions.tasks[name], cached[name].examples(RATE_SPLIT))
                  for name in mixture.tasks if name in cached}
         if rates:
             shares.append(MixtureShare(mixture, rates))
     return sorted(shares, key=lambda share: not share.complete)
 
-
-def _examples(task: TaskReport, splits: Sequence[str]) -> int | None:
-    """The task's examples over `splits` (None: it lacks one of them)."""
-    counts = [task.examples(split) for split in splits]
-    return None if None in counts else sum(counts)  # type: ignore[arg-type]

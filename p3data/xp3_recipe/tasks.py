@@ -2,17 +2,19 @@
 
 One task per pair, named `<set>_<dataset>_<config>_<template>` and cleaned like T0's names
 (`xp3_glue_mrpc_equivalent`, `xp3mt_xnli_sw_...`): its catalog entry (xP3's catalog, T0's for the
-English datasets), the template of its prompt folder, the recipe's training splits (less those
-`splits.SKIP_PROMPTS` skips for the template) mapped to themselves, the row rule of its language
-folder (`XP3Rule(strip_connection=False)` for `code` only), its dataset's step, and the
-recipe's cap on each split (`SPLIT_CAP`; which examples it keeps: `p3data.builder.selection`).
+English datasets), the template of its prompt folder, one task split `train` made of the
+recipe's training splits (less those `splits.SKIP_PROMPTS` skips for the template) one after
+another, in the config's split order (the recipe's loop), the row rule of its language folder
+(`XP3Rule(strip_connection=False)` for `code` only), its dataset's step, and the recipe's cap
+on each source split apart (`SPLIT_CAP`; which examples it keeps: `p3data.builder.selection`).
+xP3 trains on all of them, test splits included: under seqio's `train`, as every recipe reads
+a training mixture, and not under their own names, which a `train` reader would miss.
 
 Mixtures: `<set>` (every task) and `<set>_<language>` per language folder, each task weighed
-by the examples its build kept over all its training splits (`KeptMixture`): the recipe
-concatenates what it keeps, test splits included. Before a build, by the placeholder of
-`placeholder_cap`: the recipe's 100,000 examples per (config, split, template) summed over the
-task's training splits, each split's catalog size when smaller (an unknown size counts as the
-cap).
+by the examples its build kept in `train` (`KeptMixture`). Before a build, by the placeholder
+of `placeholder_cap`: the recipe's 100,000 examples per (config, split, template) summed over
+the task's training splits, each split's catalog size when smaller (an unknown size counts as
+the cap).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 from p3data.datasets.catalog import CATALOG_FILE, XP3_CATALOG_FILE, Catalog, read_catalog_file
 from p3data.errors import P3DataError
 from p3data.t0 import TaskSpec, task_name
-from p3data.taskset import Contribution, SplitCap
+from p3data.taskset import RATE_SPLIT, Contribution, SplitCap
 from p3data.templates import Template
 from p3data.templates.collection import folder_templates
 from p3data.templates.render import XP3Rule
@@ -41,9 +43,8 @@ SPLIT_CAP = SplitCap(CAP_PER_SPLIT, pool=500_000)
 WMT22 = "allenai/wmt22_african"
 WMT22_CAP = SplitCap(CAP_PER_SPLIT, pool=50_000)
 CODE = "code"  # the language folder whose templates keep the connection (`strip_connection`)
-RATE_RULE = ("examples kept over every training split, as the recipe concatenates them "
-             f"(before a build: at most {CAP_PER_SPLIT:,} per training split, or its catalog "
-             "size when smaller)")
+RATE_RULE = ("examples kept in train, every training split of the recipe's (before a build: "
+             f"at most {CAP_PER_SPLIT:,} per training split, or its catalog size when smaller)")
 
 
 @functools.cache
@@ -60,8 +61,8 @@ def placeholder_cap(sizes: Iterable[int | None]) -> int:
 
 @dataclass(frozen=True)
 class KeptMixture:
-    """An xP3 mixture: each task weighed by the examples its build kept over all its training
-    splits (`RATE_RULE`), xP3's rate; without a build, by its placeholder cap."""
+    """An xP3 mixture: each task weighed by the examples its build kept in `train`, all its
+    training splits (`RATE_RULE`), xP3's rate; without a build, by its placeholder cap."""
 
     name: str
     tasks: tuple[str, ...]
@@ -71,12 +72,8 @@ class KeptMixture:
     def share(self, task: TaskSpec) -> int:
         return 1
 
-    def rate_splits(self, task: TaskSpec) -> tuple[str, ...]:
-        """Every training split: xP3 trains on test splits too."""
-        return tuple(task.split_mapping)
-
     def rate(self, task: TaskSpec, examples: int | None = None) -> int:
-        """`examples`: kept over `rate_splits`, as a cache counts them (None: no cache)."""
+        """`examples`: kept in `train`, as a cache counts them (None: no cache)."""
         return task.cap if examples is None else examples
 
 
@@ -89,7 +86,7 @@ def pair_task(set_name: str, pair: PromptPair, catalog: Catalog, templates: Path
         f"{set_name}_" + task_name(pair.dataset, pair.config, pair.template),
         entry,
         _folder_templates(templates, pair.prompt_folder)[pair.template],
-        {split: split for split in splits},
+        {RATE_SPLIT: splits[0] if len(splits) == 1 else tuple(splits)} if splits else {},
         cap=placeholder_cap(entry.splits[split] for split in splits),
         row_rule=XP3Rule(strip_connection=pair.language != CODE),
         dataset_step=STEPS.get(pair.dataset),
