@@ -4,13 +4,16 @@ Each check returns why the shortcut might not give `SentencePieceProcessor.encod
 None: whether a text's ids are its words' ids (`word_split_refusal`), whether raw text may be
 cut after each ". " (`raw_cut_refusal`), whether printable ASCII may be split by hand
 (`ascii_refusal`), whether texts joined by a separator have their parts' ids joined
-(`join_refusal`). The normalization rules are read from the model's precompiled charsmap (a
+(`join_refusal`); and where a word may be cut because every segmentation cuts it there
+(`forced_cuts`). The normalization rules are read from the model's precompiled charsmap (a
 darts-clone trie) without running them.
 """
 
 from __future__ import annotations
 
+import re
 import sys
+import unicodedata
 from array import array
 from collections.abc import Callable
 
@@ -124,6 +127,36 @@ def join_refusal(proto: model_pb2.ModelProto, separator: str,
     refusal = word_split_refusal(proto)
     return "; ".join([*(reason for reason, applies in reasons.items() if applies),
                       *([refusal] if refusal else [])]) or None
+
+
+def forced_cuts(proto: model_pb2.ModelProto) -> re.Pattern[str] | None:
+    """The points inside a normalized word where every segmentation of this model has a piece
+    boundary, as a zero-width pattern (`pattern.split(word)`); None if the model has none.
+
+    For unigram and BPE models alike, a point is one if no piece can span it: no matchable
+    piece holds the two characters around it, in that order. Only points after punctuation
+    that is a normal piece of its own are taken, so that no unknown character (merged with
+    unknown neighbours into one id) sits before the cut. A word cut there has the ids of its
+    parts, segmented from the score before each (as a text's words are: `segment`). Written
+    without spaces, a paragraph is one word; cut after its "。", it is sentences again.
+    """
+    pieces = [(p.piece, p.type) for p in proto.pieces]  # one pass: mT5 has 250,100
+    matchable = [piece for piece, kind in pieces if kind in _MATCHABLE]
+    marks = sorted(piece for piece, kind in pieces if kind == PIECE.NORMAL and len(piece) == 1
+                   and unicodedata.category(piece).startswith("P"))
+    if not marks or any(_SEPARATOR in piece for piece in matchable):
+        return None
+    followers: dict[str, set[str]] = {mark: set() for mark in marks}
+    pairs = re.compile(f"(?=([{re.escape(''.join(marks))}])([^{_SEPARATOR}]))")
+    for mark, follower in pairs.findall(_SEPARATOR.join(matchable)):
+        followers[mark].add(follower)
+    return re.compile("|".join(
+        f"(?<={re.escape(mark)})" + (f"(?![{re.escape(''.join(sorted(after)))}])" if after
+                                     else "")
+        for mark, after in followers.items()))
+
+
+_SEPARATOR = "\0"  # between pieces when they are searched as one string
 
 
 # A unit of a darts-clone double array (SentencePiece's rule trie): its label byte (with a bit
