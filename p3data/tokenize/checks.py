@@ -15,7 +15,7 @@ import re
 import sys
 import unicodedata
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
@@ -130,8 +130,9 @@ def join_refusal(proto: model_pb2.ModelProto, separator: str,
 
 
 def forced_cuts(proto: model_pb2.ModelProto) -> re.Pattern[str] | None:
-    """The points inside a normalized word where every segmentation of this model has a piece
-    boundary, as a zero-width pattern (`pattern.split(word)`); None if the model has none.
+    """A pattern whose `findall` on a normalized word gives its parts between the points where
+    every segmentation of this model has a piece boundary (then an empty match); None if the
+    model has no such points.
 
     For unigram and BPE models alike, a point is one if no piece can span it: no matchable
     piece holds the two characters around it, in that order. Only points after punctuation
@@ -147,13 +148,23 @@ def forced_cuts(proto: model_pb2.ModelProto) -> re.Pattern[str] | None:
     if not marks or any(_SEPARATOR in piece for piece in matchable):
         return None
     followers: dict[str, set[str]] = {mark: set() for mark in marks}
-    pairs = re.compile(f"(?=([{re.escape(''.join(marks))}])([^{_SEPARATOR}]))")
+    pairs = re.compile(f"(?=({_class(marks)})([^{_SEPARATOR}]))")
     for mark, follower in pairs.findall(_SEPARATOR.join(matchable)):
         followers[mark].add(follower)
-    return re.compile("|".join(
-        f"(?<={re.escape(mark)})" + (f"(?![{re.escape(''.join(sorted(after)))}])" if after
-                                     else "")
-        for mark, after in followers.items()))
+    continued = {mark: after for mark, after in followers.items() if after}
+    # A part: characters that are no mark or marks a piece may continue past, up to a cut
+    # (a mark no piece continues past, or one not followed by what would continue it) or the end
+    within = [f"[^{''.join(map(re.escape, marks))}]",
+              *(f"{re.escape(mark)}(?={_class(after)})" for mark, after in continued.items())]
+    cut = [_class(followers.keys() - continued.keys()),
+           *(f"{re.escape(mark)}(?!{_class(after)})" for mark, after in continued.items()),
+           r"\Z"]
+    return re.compile(f"(?:{'|'.join(within)})*(?:{'|'.join(cut)})")
+
+
+def _class(chars: Iterable[str]) -> str:
+    """A regular expression character class of these characters (none: matches nothing)."""
+    return f"[{''.join(map(re.escape, sorted(chars)))}]" if chars else "(?!)"
 
 
 _SEPARATOR = "\0"  # between pieces when they are searched as one string

@@ -171,8 +171,8 @@ class WordMemo:
         if len(key) <= CUT_MIN_CHARS:
             return [key]
         head = key.endswith(WORD_START)
-        parts = self._cuts.split(key[:-1] if head else key)
-        if len(parts) == 1:
+        parts = self._cuts.findall(key[:-1] if head else key)
+        if len(parts) <= 2:  # the word and the empty match at its end
             return [key]
         first = parts[0] + WORD_START if head else parts[0]
         return [first, *(part + WORD_START for part in parts[1:] if part)]
