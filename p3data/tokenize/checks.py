@@ -135,16 +135,18 @@ def forced_cuts(proto: model_pb2.ModelProto) -> re.Pattern[str] | None:
     model has no such points.
 
     For unigram and BPE models alike, a point is one if no piece can span it: no matchable
-    piece holds the two characters around it, in that order. Only points after punctuation
-    that is a normal piece of its own are taken, so that no unknown character (merged with
-    unknown neighbours into one id) sits before the cut. A word cut there has the ids of its
-    parts, segmented from the score before each (as a text's words are: `segment`). Written
-    without spaces, a paragraph is one word; cut after its "。", it is sentences again.
+    piece holds the two characters around it, in that order. Only points after a sentence's
+    end (`_SENTENCE_ENDS`) that is a normal piece of its own are taken: no unknown character
+    (merged with unknown neighbours into one id) sits before the cut, and parts are sentences
+    (cut after every mark, they would be a few characters each, which cost the memo more than
+    SentencePiece spends on them). A word cut there has the ids of its parts, segmented from
+    the score before each (as a text's words are: `segment`). Written without spaces, a
+    paragraph is one word; cut after its "。", it is sentences again.
     """
     pieces = [(p.piece, p.type) for p in proto.pieces]  # one pass: mT5 has 250,100
     matchable = [piece for piece, kind in pieces if kind in _MATCHABLE]
     marks = sorted(piece for piece, kind in pieces if kind == PIECE.NORMAL and len(piece) == 1
-                   and unicodedata.category(piece).startswith("P"))
+                   and any(end in unicodedata.name(piece, "") for end in _SENTENCE_ENDS))
     if not marks or any(_SEPARATOR in piece for piece in matchable):
         return None
     followers: dict[str, set[str]] = {mark: set() for mark in marks}
@@ -167,6 +169,9 @@ def _class(chars: Iterable[str]) -> str:
     return f"[{''.join(map(re.escape, sorted(chars)))}]" if chars else "(?!)"
 
 
+# What the Unicode names of the marks that end a sentence hold (Latin's, CJK's, Arabic's,
+# Devanagari's, their fullwidth forms).
+_SENTENCE_ENDS = ("FULL STOP", "QUESTION MARK", "EXCLAMATION MARK", "DANDA")
 _SEPARATOR = "\0"  # between pieces when they are searched as one string
 
 
