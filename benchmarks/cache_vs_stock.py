@@ -113,6 +113,14 @@ def environment(mirror: Path, vocab: Path) -> dict[str, str]:
 def ours_rate(bench: BenchSet, mirror: Path, work: Path, *, workers: int = 1,
               vocab: Path = SAMPLE_VOCAB) -> float:
     """`p3data cache` on the set: prints and returns examples per CPU-second."""
+    examples, cpu = ours_build(bench, mirror, work, workers=workers, vocab=vocab)
+    return examples / cpu
+
+
+def ours_build(bench: BenchSet, mirror: Path, work: Path, *, workers: int = 1,
+               vocab: Path = SAMPLE_VOCAB) -> tuple[int, float]:
+    """`p3data cache` on the set into `work`/p3data-cache: prints and returns its examples and
+    CPU-seconds."""
     out = work / "p3data-cache"
     shutil.rmtree(out, ignore_errors=True)
     beam = ([f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"]
@@ -125,7 +133,7 @@ def ours_rate(bench: BenchSet, mirror: Path, work: Path, *, workers: int = 1,
     print(f"p3data cache, {workers} worker(s): {examples:,} examples, {wall:7.1f} s wall, "
           f"{cpu:7.1f} CPU-s, {examples / cpu:8,.0f} examples/CPU-s "
           f"({count_tokens(out) / cpu:,.0f} tokens/CPU-s), peak {peak / 2**30:.2f} GiB")
-    return examples / cpu
+    return examples, cpu
 
 
 def stock_rate(bench: BenchSet, mirror: Path, work: Path, *, vocab: Path = SAMPLE_VOCAB) -> float:

@@ -21,6 +21,7 @@ share, which flatters p3data; see `long_text.py`).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -47,8 +48,10 @@ def bench_set(name: str, languages: dict[str, str]) -> BenchSet:
 
 
 def write_rows(mirror: Path, languages: dict[str, str], rows: int,
-               sentences: dict[str, list[str]]) -> None:
-    """XL-Sum-shaped rows per language (see the module's docstring), seeded; kept if there."""
+               sentences: dict[str, list[str]], *, distinct: bool = False) -> None:
+    """XL-Sum-shaped rows per language (see the module's docstring), seeded; kept if there.
+    `distinct`: each sentence shuffled (`_scrambled`), so that sentences recur within a row
+    only, as in real text, not across rows from the scripts' few sentences."""
     for config, script in languages.items():
         path = Path(DatasetKey(DATASET, config).folder(mirror)) / "train.jsonl"
         if path.exists() and sum(1 for _ in path.open()) == rows:
@@ -56,14 +59,24 @@ def write_rows(mirror: Path, languages: dict[str, str], rows: int,
         path.parent.mkdir(parents=True, exist_ok=True)
         rng, lines = random.Random(config), sentences[script]
         joiner = "" if script == "chinese" else " "
+        pick = functools.partial(_scrambled, rng) if distinct else str
         with path.open("w") as handle:
             for i in range(rows):
-                target = rng.choice(lines)
+                target = pick(rng.choice(lines))
                 handle.write(json.dumps({
                     "gem_id": f"{config}-train-{i}", "url": f"https://example.org/{i}",
-                    "title": rng.choice(lines), "target": target, "references": [target],
-                    "text": joiner.join(rng.choices(lines, k=rng.randint(8, 30)))},
+                    "title": pick(rng.choice(lines)), "target": target, "references": [target],
+                    "text": joiner.join(map(pick, rng.choices(lines, k=rng.randint(8, 30))))},
                     ensure_ascii=False) + "\n")
+
+
+def _scrambled(rng: random.Random, line: str) -> str:
+    """The line's words shuffled, or its characters where it has no spaces (its last, a full
+    stop, kept last): words recur as in the script, sentences do not."""
+    spaced = " " in line
+    units = line[:-1].split(" ") if spaced else list(line[:-1])
+    rng.shuffle(units)
+    return (" " if spaced else "").join(units) + line[-1]
 
 
 def output_texts(cache: Path) -> list[str]:

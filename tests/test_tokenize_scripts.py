@@ -1,7 +1,8 @@
 """p3data's tokenizer gives exactly SentencePiece's ids on every script xP3 has, with models
 shaped as mT5's: extra ids inside the model (none added), ids past 65,535, and with or
 without byte fallback. Text written without spaces (Chinese, Japanese, Thai) is one long word
-per run to the word memo: runs of hundreds of sentences too, alone and inside prompts."""
+per run, cut by the word memo only where the model forces a piece boundary (`forced_cuts`):
+runs of hundreds of sentences too, alone and inside prompts, and adversarial marks."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import random
 import pytest
 import sentencepiece as spm
 from helpers.scripts import MT5_PIECES, UNSPACED, mt5_sized, script_sentences
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from p3data.tokenize import Tokenizer
+from p3data.tokenize.checks import PIECE, forced_cuts
 from p3data.tokenize.tokenizer import with_extra_ids
 from p3data.varints import packed
 from p3data.vocab import MT5, train_vocabulary
@@ -103,3 +106,78 @@ def _varint(value: int) -> bytes:
         out.append(value & 0x7F | 0x80)
         value >>= 7
     return bytes([*out, value])
+
+
+# Cut points to try: punctuation runs, marks a piece may continue, NFKC forms of marks
+# (fullwidth, halfwidth), mixed scripts and spaces around marks, all inside words over
+# `memo.CUT_MIN_CHARS`.
+ADVERSARIAL = ["。。。", "。」", "「", "」。", "！？", "!!!", "?!", "｡", "，", "、、", "…", "‥",
+               "...", ",", "。1", "。a", "(", ")", "\"", "'", "。 ", " 。", "\u3000", "。\u3000",
+               "_", "-", "—", "،", "।", "۔", "x", "1", "ภาษา", "한국", "مرحبا", "中文"]
+
+
+def adversarial_texts(seed: int = 1) -> list[str]:
+    """Unspaced sentences with adversarial pieces put between and inside them."""
+    rng = random.Random(seed)
+    lines = SENTENCES["chinese"] + SENTENCES["japanese"] + SENTENCES["thai"]
+    texts = []
+    for _ in range(400):
+        parts = rng.choices(lines, k=rng.randint(1, 6))
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randint(0, len(parts))
+            parts.insert(at, "".join(rng.choices(ADVERSARIAL, k=rng.randint(1, 4))))
+        texts.append("".join(parts))
+    return texts + [prompt.format(text) for text in texts[:100] for prompt in PROMPTS]
+
+
+def _with_pieces_across_marks(model: bytes) -> bytes:
+    """The model with pieces that continue past a mark ("。我", user-defined "」。")."""
+    proto = model_pb2.ModelProto.FromString(model)
+    proto.pieces.add(piece="。我", score=-2.0)
+    proto.pieces.add(piece="」。", score=0.0, type=model_pb2.ModelProto.SentencePiece.USER_DEFINED)
+    return proto.SerializeToString()
+
+
+@pytest.mark.parametrize("model_name", ["trained", "mt5_sized", "byte_fallback", "across"])
+def test_forced_cuts_are_where_no_piece_spans_and_keep_sentencepieces_ids(models, model_name):
+    """Every point `forced_cuts` cuts a normalized word at is spanned by no piece of the model
+    (checked against every piece that could cover it), and texts cut there get exactly
+    SentencePiece's ids."""
+    model = (_with_pieces_across_marks(models["trained"]) if model_name == "across"
+             else models[model_name])
+    proto = model_pb2.ModelProto.FromString(model)
+    matchable = {p.piece for p in proto.pieces if p.type != PIECE.CONTROL
+                 and p.type != PIECE.UNKNOWN and p.type != PIECE.BYTE}
+    longest = max(map(len, matchable))
+    cuts = forced_cuts(proto)
+    across = model_name == "across"  # there, "。" may be followed by "我" in a piece
+    assert cuts.findall("我。我。") == (["我。我。", ""] if across else ["我。", "我。", ""])
+    processor = spm.SentencePieceProcessor(model_proto=model)
+    texts = adversarial_texts() + script_texts("chinese") + script_texts("japanese")
+    points = 0
+    for text in processor.normalize(texts):
+        for point in (match.end() for match in cuts.finditer(text)):
+            points += 0 < point < len(text)
+            assert not any(text[start:end] in matchable
+                           for start in range(max(0, point - longest), point)
+                           for end in range(point + 1, min(len(text), start + longest) + 1))
+    assert points > len(texts)
+    tokenizer = Tokenizer(model, MT5.extra_ids)
+    want = processor.encode(texts, num_threads=1)
+    assert [ids for start in range(0, len(texts), 50)
+            for ids in tokenizer.encode(texts[start:start + 50])] == want
+
+
+def test_unspaced_paragraphs_are_segmented_sentence_by_sentence(loaded):
+    """A paragraph written without spaces is one word; cut after its "。", the memo segments
+    each sentence once, whichever paragraph it comes in (ids as SentencePiece's)."""
+    processor, tokenizer = loaded["mt5_sized"]
+    rng = random.Random(3)
+    lines = SENTENCES["chinese"]
+    paragraphs = ["".join(rng.sample(lines, k=len(lines))) for _ in range(50)]
+    stats = tokenizer.memo.stats
+    words, new_words = stats.words, stats.new_words
+    assert tokenizer.encode(paragraphs) == processor.encode(paragraphs, num_threads=1)
+    assert stats.words - words >= len(paragraphs) * len(lines)  # cut at least per sentence
+    # each sentence segmented once, first of its paragraph or not
+    assert stats.new_words - new_words <= 2 * len(lines)

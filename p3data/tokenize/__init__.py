@@ -1,9 +1,9 @@
 """Tokenizing exactly like seqio, without seqio or TensorFlow: `Tokenizer`.
 
-Bottom up: `checks` (what a model allows the memo and joining to do), `entries` (what the memo
-holds), `segment` (a unigram model's guard against ties, and the Viterbi that re-segments tied
-words), `memo` (sentences and words segmented once), `tokenizer` (`Tokenizer`, the one entry
-point; `join`: a text's ids from its parts', where exact).
+Bottom up: `checks` (what a model allows the memo and joining to do, where it forces a cut),
+`entries` (what the memo holds), `segment` (a unigram model's guard against ties, and the
+Viterbi that re-segments tied words), `memo` (sentences and words segmented once), `tokenizer`
+(`Tokenizer`, the one entry point; `join`: a text's ids from its parts', where exact).
 """
 
 # What users may use: the tokenizer, and the checks docs/fewshot.md names. The rest is

@@ -4,15 +4,18 @@ Each check returns why the shortcut might not give `SentencePieceProcessor.encod
 None: whether a text's ids are its words' ids (`word_split_refusal`), whether raw text may be
 cut after each ". " (`raw_cut_refusal`), whether printable ASCII may be split by hand
 (`ascii_refusal`), whether texts joined by a separator have their parts' ids joined
-(`join_refusal`). The normalization rules are read from the model's precompiled charsmap (a
+(`join_refusal`); and where a word may be cut because every segmentation cuts it there
+(`forced_cuts`). The normalization rules are read from the model's precompiled charsmap (a
 darts-clone trie) without running them.
 """
 
 from __future__ import annotations
 
+import re
 import sys
+import unicodedata
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
@@ -124,6 +127,52 @@ def join_refusal(proto: model_pb2.ModelProto, separator: str,
     refusal = word_split_refusal(proto)
     return "; ".join([*(reason for reason, applies in reasons.items() if applies),
                       *([refusal] if refusal else [])]) or None
+
+
+def forced_cuts(proto: model_pb2.ModelProto) -> re.Pattern[str] | None:
+    """A pattern whose `findall` on a normalized word gives its parts between the points where
+    every segmentation of this model has a piece boundary (then an empty match); None if the
+    model has no such points.
+
+    For unigram and BPE models alike, a point is one if no piece can span it: no matchable
+    piece holds the two characters around it, in that order. Only points after a sentence's
+    end (`_SENTENCE_ENDS`) that is a normal piece of its own are taken: no unknown character
+    (merged with unknown neighbours into one id) sits before the cut, and parts are sentences
+    (cut after every mark, they would be a few characters each, which cost the memo more than
+    SentencePiece spends on them). A word cut there has the ids of its parts, segmented from
+    the score before each (as a text's words are: `segment`). Written without spaces, a
+    paragraph is one word; cut after its "。", it is sentences again.
+    """
+    pieces = [(p.piece, p.type) for p in proto.pieces]  # one pass: mT5 has 250,100
+    matchable = [piece for piece, kind in pieces if kind in _MATCHABLE]
+    marks = sorted(piece for piece, kind in pieces if kind == PIECE.NORMAL and len(piece) == 1
+                   and any(end in unicodedata.name(piece, "") for end in _SENTENCE_ENDS))
+    if not marks or any(_SEPARATOR in piece for piece in matchable):
+        return None
+    followers: dict[str, set[str]] = {mark: set() for mark in marks}
+    pairs = re.compile(f"(?=({_class(marks)})([^{_SEPARATOR}]))")
+    for mark, follower in pairs.findall(_SEPARATOR.join(matchable)):
+        followers[mark].add(follower)
+    continued = {mark: after for mark, after in followers.items() if after}
+    # A part: characters that are no mark or marks a piece may continue past, up to a cut
+    # (a mark no piece continues past, or one not followed by what would continue it) or the end
+    within = [f"[^{''.join(map(re.escape, marks))}]",
+              *(f"{re.escape(mark)}(?={_class(after)})" for mark, after in continued.items())]
+    cut = [_class(followers.keys() - continued.keys()),
+           *(f"{re.escape(mark)}(?!{_class(after)})" for mark, after in continued.items()),
+           r"\Z"]
+    return re.compile(f"(?:{'|'.join(within)})*(?:{'|'.join(cut)})")
+
+
+def _class(chars: Iterable[str]) -> str:
+    """A regular expression character class of these characters (none: matches nothing)."""
+    return f"[{''.join(map(re.escape, sorted(chars)))}]" if chars else "(?!)"
+
+
+# What the Unicode names of the marks that end a sentence hold (Latin's, CJK's, Arabic's,
+# Devanagari's, their fullwidth forms).
+_SENTENCE_ENDS = ("FULL STOP", "QUESTION MARK", "EXCLAMATION MARK", "DANDA")
+_SEPARATOR = "\0"  # between pieces when they are searched as one string
 
 
 # A unit of a darts-clone double array (SentencePiece's rule trie): its label byte (with a bit

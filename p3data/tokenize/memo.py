@@ -21,7 +21,13 @@ from operator import add, itemgetter
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
-from p3data.tokenize.checks import RAW_SENTENCE_END, WORD_START, ascii_refusal, raw_cut_refusal
+from p3data.tokenize.checks import (
+    RAW_SENTENCE_END,
+    WORD_START,
+    ascii_refusal,
+    forced_cuts,
+    raw_cut_refusal,
+)
 from p3data.tokenize.entries import NEVER, Entry, entry_of, joined, trusted
 from p3data.tokenize.segment import UnigramGuard
 
@@ -38,6 +44,9 @@ SENTENCE_END = "." + WORD_START
 # segments a word's in Python (0.35 against 20 µs a character, measured on Japanese): a text
 # whose words to segment again hold more than this share of its characters is encoded plainly.
 RESEGMENTED_SHARE = 1 / 64
+# Words longer than this are cut where the model forces a piece boundary (`forced_cuts`): a
+# paragraph written without spaces is one word, its sentences found again in other texts.
+CUT_MIN_CHARS = 16
 _CUT = "\0"  # marks where to cut a text into sentences, unless the text holds it
 _CUT_SENTENCE_END = "." + _CUT + WORD_START
 
@@ -86,6 +95,7 @@ class WordMemo:
         self.stats = MemoStats()
         self._sentences = BoundedMemo(SENTENCE_MEMO_BYTES)
         self._words = BoundedMemo(WORD_MEMO_BYTES)
+        self._cuts = forced_cuts(proto)
         self._guard = (UnigramGuard(proto, self._processor)
                        if proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM else None)
 
@@ -147,6 +157,27 @@ class WordMemo:
         return [joined(list(map(get, words))) for words in split]
 
     def _split_words(self, keys: list[str]) -> list[list[str]]:
+        """The word keys of sentence keys, long words cut where the model forces a cut."""
+        split = self._whole_words(keys)
+        if self._cuts is None:
+            return split
+        return [list(chain.from_iterable(map(self._cut, words)))
+                if max(map(len, words), default=0) > CUT_MIN_CHARS else words
+                for words in split]
+
+    def _cut(self, key: str) -> list[str]:
+        """A word key's parts' keys (`checks.forced_cuts`): each part after the first is keyed
+        as a head is (its text followed by ▁), which is what it is to the model."""
+        if len(key) <= CUT_MIN_CHARS:
+            return [key]
+        head = key.endswith(WORD_START)
+        parts = self._cuts.findall(key[:-1] if head else key)
+        if len(parts) <= 2:  # the word and the empty match at its end
+            return [key]
+        first = parts[0] + WORD_START if head else parts[0]
+        return [first, *(part + WORD_START for part in parts[1:] if part)]
+
+    def _whole_words(self, keys: list[str]) -> list[list[str]]:
         """The word keys of sentence keys."""
         if self.raw:  # a raw piece's key stands for it (`_raw_pieces`); normalized, it starts
             # with the dummy prefix's ▁ unless it is empty: it has no head
