@@ -122,8 +122,10 @@ _COMMAND_MODULES = ("p3data.cli", "p3data.commands", "p3data.pipelines",
 
 def warm_up() -> None:
     """Pay once what every forked command would: importing p3data's commands (not
-    `p3data.tasks`, whose import registers tasks) and Beam's runner, and parsing the bundled
-    templates. A failure here is left to the commands, which meet it themselves."""
+    `p3data.tasks`, whose import registers tasks) and Beam's runner, and parsing the
+    templates of every collection installed here (xP3's too where this process's
+    P3DATA_HOME has them: the bundled catalogs and the sets' parse indexes are then read once).
+    A failure here is left to the commands, which meet it themselves."""
     import contextlib
     import importlib
     import pkgutil
@@ -137,7 +139,7 @@ def warm_up() -> None:
             for info in pkgutil.iter_modules(module.__path__, f"{name}."):
                 importlib.import_module(info.name)
     with contextlib.suppress(P3DataError):
-        load_definitions(["t0"])
+        load_definitions()  # a collection that cannot load here is left out
 
 
 def serve() -> None:
