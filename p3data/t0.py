@@ -253,7 +253,9 @@ def group_by_source_split(
     groups: dict[tuple[DatasetKey, str], list[tuple[TaskSpec, str]]] = {}
     for spec in specs:
         for split, sources in spec.split_mapping.items():
-            for source_split in source_splits(sources) if not splits or split in splits else ():
+            if splits and split not in splits:
+                continue
+            for source_split in source_splits(sources):
                 groups.setdefault((spec.entry.key, source_split), []).append((spec, split))
     return groups
 
