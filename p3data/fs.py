@@ -149,6 +149,25 @@ def atomic_writer(path: str) -> Iterator[BinaryIO]:
 
 
 @contextlib.contextmanager
+def local_atomic_path(local: str) -> Iterator[str]:
+    """For a writer that opens its file itself: a temporary sibling of the local path `local`
+    (created here, empty, as `atomic_writer` creates its own), renamed onto `local` once the
+    block ends, removed if it raises."""
+    filesystem, local = resolve(local)
+    parent, name = posixpath.split(local)
+    filesystem.makedirs(parent, exist_ok=True)
+    temporary = posixpath.join(parent, temporary_name(name))
+    filesystem.open(temporary, "wb").close()
+    try:
+        yield temporary
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            filesystem.rm(temporary)
+        raise
+    filesystem.mv(temporary, local)
+
+
+@contextlib.contextmanager
 def atomic_writers(paths: Iterable[str], *,
                    later: bool = False) -> Iterator[dict[str, BinaryIO]]:
     """`atomic_writer` for several files, by path: each appears whole once the block ends,

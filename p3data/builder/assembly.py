@@ -42,8 +42,7 @@ from p3data.format.example import encode_entries, wrap_entries
 from p3data.format.features import IDX, carries_choices, task_features
 from p3data.format.index import FRAMING, scan_offsets
 from p3data.format.manifest import SplitRecord
-from p3data.format.shard_format import DEFAULT_SHARD_FORMAT as SHARDS
-from p3data.format.shard_format import is_shard, shard_name
+from p3data.format.shard_format import SHARD_FORMATS, ShardFormat, is_shard, shard_name
 from p3data.format.tfrecord import frame, read_frames, read_records
 from p3data.object_store import on_object_store
 from p3data.taskset import source_splits
@@ -167,14 +166,15 @@ def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> list[dict[st
     then the record of where each shard's records are and their lengths; or, if it is its
     split's only part, into the output shards themselves. Returns, by output shard, the
     files written for it (the shard and its index, with their sha256s), if any."""
-    work_dir = config.workdir
+    work_dir, shards = config.workdir, SHARD_FORMATS[config.shard_format]
     path = work_dir.part(job.task, job.split, job.index, ".tfrecord")
     if info.parts(job.split) == 1:
-        written = _deal_into_shards(path, task_folder(config, job.task),
+        written = _deal_into_shards(path, task_folder(config, job.task), shards,
                                     score_eval=info.spec.score_eval, job=job,
                                     keep=_kept(config, job))
-        names = [shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
-        return [{file: written[file] for file in (name, SHARDS.index_name(name))}
+        names = [shard_name(job.split, shard, job.shards, shards)
+                 for shard in range(job.shards)]
+        return [{file: written[file] for file in (name, shards.index_name(name)) if file}
                 for name in names]
     if _copied_whole(info, job.shards):  # the part is the shard's records as they are
         offsets = scan_offsets(path, fs.size(path))
@@ -217,73 +217,79 @@ def _deal(path: str, target: str, *, score_eval: bool, job: PartJob,
     return DealtPart(starts, lengths)
 
 
-def _deal_into_shards(path: str, folder: str, *, score_eval: bool, job: PartJob,
-                      keep: list[bool] | None) -> dict[str, str]:
+def _deal_into_shards(path: str, folder: str, shards: ShardFormat, *, score_eval: bool,
+                      job: PartJob, keep: list[bool] | None) -> dict[str, str]:
     """Deal a split's only part straight into its output shards, at most OPEN_SHARDS of them
-    open at a time (a pass over the part per group), each written with its record index (on
-    an object store, uploaded together in the background until the step's bundle ends: the
-    next stage reads them, after a GroupByKey); returns their names and sha256s."""
-    names = [shard_name(job.split, shard, job.shards) for shard in range(job.shards)]
+    open at a time (a pass over the part per group), each written with its record index if
+    its format has one (on an object store, uploaded together in the background until the
+    step's bundle ends: the next stage reads them, after a GroupByKey); returns their names
+    and sha256s."""
+    names = [shard_name(job.split, shard, job.shards, shards)
+             for shard in range(job.shards)]
     written: dict[str, str] = {}
     for low in range(0, job.shards, OPEN_SHARDS):
         group = range(low, min(low + OPEN_SHARDS, job.shards))
         paths = {shard: fs.join(folder, names[shard]) for shard in group}
-        indexes = {shard: fs.join(folder, SHARDS.index_name(names[shard])) for shard in group}
-        digests = {shard: hashlib.sha256() for shard in group}
         lengths: dict[int, list[int]] = {shard: [] for shard in group}
-        with fs.atomic_writers([*paths.values(), *indexes.values()], later=True) as writers:
+        with shards.writers(list(paths.values()), later=True) as writers:
             position = job.first  # of the next record in the split
             with fs.open_read(path) as part:
                 for block in batched(_final_records(part, path, score_eval, job.offset, keep=keep),
                                      DEAL_BATCH):
                     for shard in group:
                         records = block[(shard - position) % job.shards::job.shards]
-                        data = b"".join(records)
-                        writers[paths[shard]].write(data)
-                        digests[shard].update(data)
+                        writers[paths[shard]].write(b"".join(records))
                         lengths[shard] += [len(record) - FRAMING for record in records]
                     position += len(block)
-            for shard in group:
-                index = SHARDS.index_bytes(lengths[shard])
-                writers[indexes[shard]].write(index)
-                written[names[shard]] = digests[shard].hexdigest()
-                written[SHARDS.index_name(names[shard])] = hashlib.sha256(index).hexdigest()
+            if shards.index_name(names[low]) is not None:
+                written |= _write_indexes(folder, shards, {names[shard]: lengths[shard]
+                                                           for shard in group})
+        written |= {names[shard]: writers[paths[shard]].sha256 for shard in group}
     return written
 
 
-def _write_index(folder: str, shard: str, lengths: list[int]) -> dict[str, str]:
-    """A shard's record index, from its records' payload lengths: its name and sha256."""
-    index, name = SHARDS.index_bytes(lengths), SHARDS.index_name(shard)
-    fs.write_bytes(fs.join(folder, name), index)
-    return {name: hashlib.sha256(index).hexdigest()}
+def _write_indexes(folder: str, shards: ShardFormat,
+                   lengths: dict[str, list[int]]) -> dict[str, str]:
+    """Shards' record indexes, from their records' payload lengths: their names and sha256s
+    (on an object store, uploaded together in the background, as the shards are)."""
+    indexes = {fs.join(folder, shards.index_name(shard)): shards.index_bytes(shard_lengths)
+               for shard, shard_lengths in lengths.items()}
+    fs.write_files(indexes, later=True)
+    return {fs.name_of(path): hashlib.sha256(index).hexdigest()
+            for path, index in indexes.items()}
 
 
 def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str, str]:
     """Write the shard from its range of every part's dealt file, in part order, then its
-    record index from the recorded lengths; returns their names and sha256s."""
+    record index (if its format has one) from the recorded lengths; returns their names and
+    sha256s."""
     work_dir, folder = config.workdir, task_folder(config, job.task)
-    name = shard_name(job.split, job.index, job.shards)
-    digest, lengths = hashlib.sha256(), []
+    shards = SHARD_FORMATS[config.shard_format]
+    name = shard_name(job.split, job.index, job.shards, shards)
+    path = fs.join(folder, name)
+    lengths: list[int] = []
     dealt_parts = [work.read_json(work_dir.dealt(job.task, job.split, part, ".json"),
                                     DealtPart) for part in range(info.parts(job.split))]
     if missing := [part for part, dealt in enumerate(dealt_parts) if dealt is None]:
         raise RuntimeError(f"{job.task}/{job.split}: part {missing[0]} was not dealt")
-    with fs.atomic_writer(fs.join(folder, name)) as shard:
+    with shards.writers([path]) as writers:
         for part, dealt in enumerate(dealt_parts):
-            path = (work_dir.part(job.task, job.split, part, ".tfrecord")
-                    if _copied_whole(info, job.shards)
-                    else work_dir.dealt(job.task, job.split, part, ".tfrecord"))
+            source_path = (work_dir.part(job.task, job.split, part, ".tfrecord")
+                           if _copied_whole(info, job.shards)
+                           else work_dir.dealt(job.task, job.split, part, ".tfrecord"))
             start, end = dealt.starts[job.index], dealt.starts[job.index + 1]
-            with fs.open_read(path) as source:
+            with fs.open_read(source_path) as source:
                 source.seek(start)
                 while start < end and (block := source.read(min(COPY_BLOCK, end - start))):
-                    shard.write(block)
-                    digest.update(block)
+                    writers[path].write(block)
                     start += len(block)
             if start != end:
-                raise RuntimeError(f"{path}: ends at byte {start}, its record says {end}")
+                raise RuntimeError(f"{source_path}: ends at byte {start}, its record says {end}")
             lengths += dealt.lengths[job.index]
-    return {name: digest.hexdigest(), **_write_index(folder, name, lengths)}
+    written = {name: writers[path].sha256}
+    if shards.index_name(name) is not None:
+        written |= _write_indexes(folder, shards, {name: lengths})
+    return written
 
 
 def _copied_whole(info: TaskInfo, shards: int) -> bool:
@@ -295,7 +301,7 @@ def _copied_whole(info: TaskInfo, shards: int) -> bool:
 
 def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
                  shards: dict[str, str]) -> SplitSummary:
-    """Once every output shard and its index are written (`shards`: their names and
+    """Once every output shard and its index (if its format has one) are written (`shards`: their names and
     sha256s): info and stats JSON, then the split's summary, kept in the work folder so a
     rerun reuses it, and the marker that counts the split assembled (progress). On an object
     store they are uploaded together, in the background until the step's bundle ends (the
@@ -303,7 +309,9 @@ def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
     every file it lists was there (`reusable_record`)."""
     task, split, record = info.spec.name, assembly.split, assembly.record
     written = sum(is_shard(name) for name in shards)
-    if written != record.num_shards or len(shards) != 2 * written:
+    shard_format = SHARD_FORMATS[config.shard_format]
+    indexed = shard_format.index_name(shard_name(split, 0, 1, shard_format)) is not None
+    if written != record.num_shards or len(shards) != (1 + indexed) * written:
         raise RuntimeError(f"{task}/{split}: {written} of {record.num_shards} output shards "
                            f"were written, and {len(shards) - written} indexes")
     folder = task_folder(config, task)

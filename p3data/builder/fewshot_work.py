@@ -32,7 +32,7 @@ from p3data.format.example import (
     wrap_entries,
 )
 from p3data.format.features import EXEMPLAR_ROWS, INPUTS, INPUTS_TEXT, NUM_SHOTS
-from p3data.format.shard_format import DEFAULT_SHARD_FORMAT as SHARDS
+from p3data.format.tfrecord import frame_pieces
 from p3data.templates.render import CompiledTemplate, Rendered
 
 Group = tuple[str, str, str, str]  # (draw task, task split, template name, what makes prompts)
@@ -129,14 +129,14 @@ class VariantWriter:
                 target, n_out = targets[k]
                 choice_list = (encoder.choice_list(example.answer_choices or [])
                                if out.with_choices else b"")
-                records += SHARDS.frame_pieces(
+                records += frame_pieces(
                     wrap_entries(choice_list, rows, inputs, shots, target))
                 meta.add_example(n_in, n_out)
                 continue
             for j, choice in enumerate(example.answer_choices or ()):
                 correct, rest, n_out = encoder.choice(choice, choice == example.targets,
                                                       choice_ids[choice])
-                records += SHARDS.frame_pieces(work.twin_record(
+                records += frame_pieces(work.twin_record(
                     first + k, j, inputs + correct + shots + rest, before_idx=rows))
                 meta.add_example(n_in, n_out)
         return records

@@ -41,6 +41,8 @@ def task_fingerprint(config: CacheConfig, spec: TaskDef, sources: dict) -> str:
         payload["rendering"] = rendering  # xP3's tasks' (T0's tasks have no such key)
     if (selection := selection_record(config.selection, config.cap, spec.split_cap)) is not None:
         payload["selection"] = selection  # a capped task's (T0's tasks have no such key)
+    if config.shard_format != "tfrecord":  # another format's shards (T0's have no such key)
+        payload["shard_format"] = config.shard_format
     if isinstance(spec, VariantSpec):  # what makes its prompts (T0's tasks have no such key)
         payload["fewshot"] = spec.prompt_record()
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()

@@ -134,6 +134,7 @@ class CacheConfig:
     vocab_sha256: str = ""  # of `vocab_model`, set from it
     selection: str = DEFAULT_SELECTION  # how capped tasks (xP3's) choose examples (`selection`)
     cap: int | None = None  # capped tasks' examples per split (None: each task's own, xP3's)
+    shard_format: str = "tfrecord"  # the shards' file format, a `shard_format.SHARD_FORMATS` key
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "output_dir", fs.canonical(self.output_dir))

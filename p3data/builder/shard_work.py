@@ -24,7 +24,7 @@ from p3data.datasets.stores import open_store
 from p3data.errors import P3DataError, describe_bug, storage_refusal
 from p3data.format.example import packed_ids_entry, text_entry, wrap_entries
 from p3data.format.features import INPUTS, INPUTS_TEXT
-from p3data.format.shard_format import DEFAULT_SHARD_FORMAT as SHARDS
+from p3data.format.tfrecord import frame_pieces
 from p3data.templates.render import DatasetRenderer, Dropped, Outcome, Rendered
 from p3data.tokenize import Tokenizer
 
@@ -176,14 +176,14 @@ def _write(users: list[TaskOutput], kept: list[Rendered], *, first: int, encoder
                 targets, n_out = encoder.targets(r.targets, ids[n + k])
                 choice_list = (encoder.choice_list(r.answer_choices or []) if out.with_choices
                                else b"")
-                task_records += SHARDS.frame_pieces(wrap_entries(choice_list, inputs, targets))
+                task_records += frame_pieces(wrap_entries(choice_list, inputs, targets))
                 meta.add_example(n_in, n_out)
                 sizes[out.task].append((n_in, n_out))
                 continue
             for j, choice in enumerate(r.answer_choices or ()):
                 correct, rest, n_out = encoder.choice(choice, choice == r.targets,
                                                       choice_ids[choice])
-                task_records += SHARDS.frame_pieces(work.twin_record(first + k, j,
+                task_records += frame_pieces(work.twin_record(first + k, j,
                                                               inputs + correct + rest))
                 meta.add_example(n_in, n_out)
     for task, task_records in records.items():

@@ -52,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
 
     require("apache_beam", "pyarrow")
     _check_data_dir(args.data_dir)
+    if args.shard_format == "arrayrecord":
+        _check_arrayrecord(args.output_dir)
     specs = load_definitions().select(args.mixture, args.tasks)
     vocabulary = one_vocabulary(specs)  # the tasks' collection's: T0's T5, xP3's mT5
     config = CacheConfig(
@@ -60,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
         extra_ids=vocabulary.extra_ids, data_dir=mirror_dir(args.data_dir),
         hub_root=args.hub_root or os.environ.get(ENV_HUB_ROOT), seed=args.seed, shards=args.shards,
         p3_layout=args.p3_layout, rows_per_shard=args.rows_per_shard,
-        max_error_rate=args.max_error_rate, selection=args.selection, cap=args.cap)
+        max_error_rate=args.max_error_rate, selection=args.selection, cap=args.cap,
+        shard_format=args.shard_format)
     with (console.libraries_to_log(args.verbose, "cache") as stream,
           tempfile.TemporaryDirectory(prefix="p3data-staging-") as staging):
         from p3data.pipelines.cache import graph_runner  # Beam: its import talks too
@@ -87,6 +90,17 @@ def run(args: argparse.Namespace) -> int:
         for text in result.tracebacks:
             print(text, file=sys.stderr)
     return 0 if result.ok else 1
+
+
+def _check_arrayrecord(output_dir: str) -> None:
+    """ArrayRecord's writer writes files on this machine only, through its own package."""
+    from p3data.format.arrayrecord_shards import package
+
+    package()
+    if not fs.machine_local(output_dir):
+        raise P3DataError(f"--output-dir {output_dir}: ArrayRecord shards are written to a "
+                          "local folder only (ArrayRecord's writer cannot write to an object "
+                          "store); build locally and copy the folder")
 
 
 def _check_data_dir(path: str | None) -> None:
@@ -136,6 +150,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                        "collection's: T5's for T0, mT5's for xP3)")
     cache.add_argument("--shards", type=positive_int, default=None,
                        help="output shards per split (default: ~1 per 10k examples, max 64)")
+    cache.add_argument("--shard-format", choices=("tfrecord", "arrayrecord"), default="tfrecord",
+                       help="the shards' file format: TFRecord (seqio's, default) or ArrayRecord "
+                            "(grain's; needs the arrayrecord extra; local output only); a cache "
+                            "built in the other one is rebuilt")
     cache.add_argument("--splits", action="append", default=[], metavar="SPLIT",
                        help="only these task splits (repeatable), e.g. train")
     cache.add_argument("--seed", type=int, default=0,

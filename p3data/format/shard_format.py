@@ -1,12 +1,13 @@
 """The cache's shard file format, behind one interface: what the builder, `verify`, `peek`, the
 report and the reader need of a shard file, and the formats registered by name.
 
-A format names its files as seqio does (`<split>.<infix>-SSSSS-of-NNNNN`), frames serialized
-`tf.train.Example`s for the builder's part files (which are dealt and assembled into shards),
+A format names its files as seqio does (`<split>.<infix>-SSSSS-of-NNNNN`), writes a shard from
+the builder's TFRecord-framed part records (which are dealt and assembled into shards),
 reads a file's records in order with their checks (damage is a `CorruptRecordError` naming the
 file and the record), and opens a shard for random access (from a side index the builder writes
-beside it, where the format needs one). TFRecord (`tfrecord_shards`) is the one registered: a
-second format is one module implementing `ShardFormat` and its entry in `SHARD_FORMATS`.
+beside it, where the format needs one). TFRecord (`tfrecord_shards`, the default) and
+ArrayRecord (`arrayrecord_shards`) are registered: a format is one module implementing
+`ShardFormat` and its entry in `SHARD_FORMATS`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import BinaryIO, Protocol
 
+from p3data.format.arrayrecord_shards import ARRAYRECORD
 from p3data.format.tfrecord_shards import TFRECORD
 
 ReadRange = Callable[[int, int], bytes]  # a shard's bytes from start to end
@@ -31,12 +34,23 @@ class RecordAccess(Protocol):
         ...
 
 
+class ShardSink(Protocol):
+    """One shard being written, from its records as TFRecord frames (the builder's parts'
+    framing), in blocks that may cut a record; `sha256` is the file's once written."""
+
+    sha256: str
+
+    def write(self, framed: bytes) -> None: ...
+
+
 class ShardFormat(Protocol):
     name: str  # the registry's key
     infix: str  # seqio's file name: `<split>.<infix>-SSSSS-of-NNNNN`
 
-    def frame_pieces(self, record: bytes) -> tuple[bytes, ...]:
-        """A record as a part file holds it, in pieces (a writer joins many at once)."""
+    def writers(self, paths: Sequence[str], *,
+                later: bool = False) -> AbstractContextManager[dict[str, ShardSink]]:
+        """Shards by path, each appearing whole once the block ends, none if it raises (on an
+        object store, with `later`, uploaded in the background: `fs.atomic_writers`)."""
         ...
 
     def read_records(self, handle: BinaryIO, name: str) -> Iterator[bytes]:
@@ -65,7 +79,7 @@ class ShardFormat(Protocol):
         ...
 
 
-SHARD_FORMATS: dict[str, ShardFormat] = {TFRECORD.name: TFRECORD}
+SHARD_FORMATS: dict[str, ShardFormat] = {TFRECORD.name: TFRECORD, ARRAYRECORD.name: ARRAYRECORD}
 DEFAULT_SHARD_FORMAT: ShardFormat = TFRECORD
 # A shard's name, read back: its split, format, index and count.
 SHARD_NAME = re.compile(r"(?P<split>.+)\.(?P<infix>{})-(?P<index>\d{{5}})-of-(?P<count>\d{{5}})"

@@ -4,11 +4,14 @@ none, the records' offsets found by reading their headers."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import BinaryIO
 
 import numpy as np
 
+from p3data import fs
 from p3data.format import index as record_index
 from p3data.format import tfrecord
 from p3data.format.tfrecord import HEADER, CorruptRecordError, whole_frames
@@ -19,8 +22,9 @@ class TFRecordShards:
     infix = "tfrecord"
 
     @staticmethod
-    def frame_pieces(record: bytes) -> tuple[bytes, ...]:
-        return tfrecord.frame_pieces(record)
+    def writers(paths: Sequence[str], *, later: bool = False
+                ) -> contextlib.AbstractContextManager[dict[str, HashingSink]]:
+        return _writers(paths, later=later)
 
     @staticmethod
     def read_records(handle: BinaryIO, name: str) -> Iterator[bytes]:
@@ -64,6 +68,29 @@ class TFRecordAccess:
                                      f"index says (it starts at byte {start}); rebuild the "
                                      "index with p3data index")
         return start, data[HEADER:-4]
+
+
+class HashingSink:
+    """A shard's framed records, written as they are, hashed on the way."""
+
+    def __init__(self, handle: BinaryIO):
+        self._handle, self._digest, self.sha256 = handle, hashlib.sha256(), ""
+
+    def write(self, framed: bytes) -> None:
+        self._handle.write(framed)
+        self._digest.update(framed)
+
+    def finish(self) -> None:
+        self.sha256 = self._digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _writers(paths: Sequence[str], *, later: bool) -> Iterator[dict[str, HashingSink]]:
+    with fs.atomic_writers(paths, later=later) as handles:
+        sinks = {path: HashingSink(handle) for path, handle in handles.items()}
+        yield sinks
+        for sink in sinks.values():
+            sink.finish()
 
 
 def _offsets(path: str, size: int, index_path: str | None) -> np.ndarray:

@@ -1,0 +1,147 @@
+"""ArrayRecord shards, as `shard_format.ShardFormat`: the files seqio's ArrayRecord sink names
+`<split>.array_record-SSSSS-of-NNNNN`, written and read through the `array_record` package's
+own writer and reader, which need a file on this machine (ArrayRecord's writer cannot write
+gs://). Every record is its own chunk (`group_size:1`), so any record is read without its
+neighbours and no side index is needed; records are compressed as `WRITER_OPTIONS` says
+(docs/commands.md gives the measurements behind the choice).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import BinaryIO
+
+from p3data import fs
+from p3data.errors import P3DataError
+from p3data.format.tfrecord import HEADER, CorruptRecordError, whole_frames
+
+WRITER_OPTIONS = "group_size:1,zstd:3"
+EXTRA = "pip install 'p3data[arrayrecord]'"
+
+
+def package():
+    """array_record's reader and writer, or one line naming the extra that installs them."""
+    try:
+        from array_record.python import array_record_module
+    except ImportError:
+        raise P3DataError(f"ArrayRecord shards need the array_record package: {EXTRA}") from None
+    return array_record_module
+
+
+def _local(path: str) -> str:
+    """The path on this machine (ArrayRecord's reader and writer open files themselves)."""
+    filesystem, local = fs.resolve(path)
+    if fs.is_object_store(filesystem):
+        raise P3DataError(f"{path}: ArrayRecord shards are read and written on this machine "
+                          "only; copy the cache to a local folder")
+    return local
+
+
+class ArrayRecordShards:
+    name = "arrayrecord"
+    infix = "array_record"
+
+    @staticmethod
+    def writers(paths: Sequence[str], *, later: bool = False
+                ) -> contextlib.AbstractContextManager[dict[str, ShardSink]]:
+        return _writers(paths)
+
+    def read_records(self, handle: BinaryIO, name: str) -> Iterator[bytes]:
+        for _, payload in self.records_in_blocks((), name=name):
+            yield payload
+
+    @staticmethod
+    def records_in_blocks(blocks: Iterable[bytes], *, name: str) -> Iterator[tuple[int, bytes]]:
+        """The records by number (ArrayRecord's reader reads the file itself, not `blocks`);
+        where each starts is its number: a record has no byte offset of its own."""
+        access = ArrayRecordAccess(name)
+        for number in range(len(access)):
+            yield access.read(number)
+
+    @staticmethod
+    def index_name(shard: str) -> None:
+        return None
+
+    @staticmethod
+    def index_bytes(lengths: Sequence[int]) -> bytes:
+        raise TypeError("ArrayRecord shards need no record index")
+
+    @staticmethod
+    def random_access(path: str, *, size: int, index: str | None,
+                      read_range: Callable[[int, int], bytes]) -> ArrayRecordAccess:
+        return ArrayRecordAccess(path)
+
+
+class ArrayRecordAccess:
+    """An ArrayRecord shard by record number; damage (a file cut short, a flipped byte) is a
+    `CorruptRecordError` naming the file and the record, never fewer records."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._reader = package().ArrayRecordReader(_local(path), "readahead_buffer_size:0")
+        if not self._reader.ok():  # a file cut short opens with no records, not ok
+            raise CorruptRecordError(f"{path}: not a whole ArrayRecord file (truncated or "
+                                     "damaged: its footer does not read); record 0 on are lost")
+        self._count = self._reader.num_records()
+
+    def __len__(self) -> int:
+        return self._count
+
+    def read(self, number: int) -> tuple[int, bytes]:
+        try:
+            return number, self._reader.read([number])[0]
+        except RuntimeError as err:
+            raise CorruptRecordError(f"{self.path}: record {number} is damaged "
+                                     f"({str(err).partition(';')[0]})") from None
+
+
+class ShardSink:
+    """Takes a shard's records TFRecord-framed (the builder's parts' framing, in blocks that
+    may cut a record) and writes their payloads through ArrayRecord's writer."""
+
+    def __init__(self, path: str, writer):
+        self.path, self.sha256, self._writer = path, "", writer
+        self._pending, self._number = b"", 0
+
+    def write(self, framed: bytes) -> None:
+        data = self._pending + framed if self._pending else framed
+        spans, used = whole_frames(data, name=self.path, number=self._number, verify=False)
+        for start, end in spans:
+            self._writer.write(data[start + HEADER:end - 4])
+        self._number += len(spans)
+        self._pending = data[used:]
+
+    def finish(self) -> None:
+        if self._pending:
+            raise RuntimeError(f"{self.path}: its records end mid-record "
+                               f"({len(self._pending)} bytes after record {self._number})")
+
+
+@contextlib.contextmanager
+def shard_writer(path: str) -> Iterator[ShardSink]:
+    """The shard, written to a temporary sibling renamed onto `path` once whole (nothing if
+    the block raises); the sink's `sha256` is the file's, after."""
+    module = package()
+    with fs.local_atomic_path(_local(path)) as temporary:
+        writer = module.ArrayRecordWriter(temporary, WRITER_OPTIONS)
+        sink = ShardSink(path, writer)
+        try:
+            yield sink
+            sink.finish()
+            if not writer.ok():
+                raise RuntimeError(f"{path}: ArrayRecord's writer failed")
+        finally:
+            writer.close()
+        with open(temporary, "rb") as written:
+            sink.sha256 = hashlib.file_digest(written, "sha256").hexdigest()
+
+
+@contextlib.contextmanager
+def _writers(paths: Sequence[str]) -> Iterator[dict[str, ShardSink]]:
+    with contextlib.ExitStack() as stack:
+        yield {path: stack.enter_context(shard_writer(path)) for path in paths}
+
+
+ARRAYRECORD = ArrayRecordShards()
