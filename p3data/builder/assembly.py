@@ -301,8 +301,8 @@ def _copied_whole(info: TaskInfo, shards: int) -> bool:
 
 def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
                  shards: dict[str, str]) -> SplitSummary:
-    """Once every output shard and its index (if its format has one) are written (`shards`: their names and
-    sha256s): info and stats JSON, then the split's summary, kept in the work folder so a
+    """Once every output shard and its index (if its format has one) are written (`shards`:
+    their names and sha256s): info and stats JSON, then the split's summary, kept in the work folder so a
     rerun reuses it, and the marker that counts the split assembled (progress). On an object
     store they are uploaded together, in the background until the step's bundle ends (the
     task's last stage reads them, after a GroupByKey): a rerun reuses a summary only when

@@ -82,8 +82,8 @@ class ArrayRecordAccess:
         self.path = path
         self._reader = package().ArrayRecordReader(_local(path), "readahead_buffer_size:0")
         if not self._reader.ok():  # a file cut short opens with no records, not ok
-            raise CorruptRecordError(f"{path}: not a whole ArrayRecord file (truncated or "
-                                     "damaged: its footer does not read); record 0 on are lost")
+            raise CorruptRecordError(f"{path}: record 0 and after unreadable: not a whole "
+                                     "ArrayRecord file (cut short, or its footer damaged)")
         self._count = self._reader.num_records()
 
     def __len__(self) -> int:
