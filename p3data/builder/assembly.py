@@ -224,8 +224,7 @@ def _deal_into_shards(path: str, folder: str, shards: ShardFormat, *, score_eval
     its format has one (on an object store, uploaded together in the background until the
     step's bundle ends: the next stage reads them, after a GroupByKey); returns their names
     and sha256s."""
-    names = [shard_name(job.split, shard, job.shards, shards)
-             for shard in range(job.shards)]
+    names = [shard_name(job.split, shard, job.shards, shards) for shard in range(job.shards)]
     written: dict[str, str] = {}
     for low in range(0, job.shards, OPEN_SHARDS):
         group = range(low, min(low + OPEN_SHARDS, job.shards))
@@ -241,17 +240,18 @@ def _deal_into_shards(path: str, folder: str, shards: ShardFormat, *, score_eval
                         writers[paths[shard]].write(b"".join(records))
                         lengths[shard] += [len(record) - FRAMING for record in records]
                     position += len(block)
-            if shards.index_name(names[low]) is not None:
-                written |= _write_indexes(folder, shards, {names[shard]: lengths[shard]
-                                                           for shard in group})
+            written |= _write_indexes(folder, shards, {names[shard]: lengths[shard]
+                                                       for shard in group})
         written |= {names[shard]: writers[paths[shard]].sha256 for shard in group}
     return written
 
 
 def _write_indexes(folder: str, shards: ShardFormat,
                    lengths: dict[str, list[int]]) -> dict[str, str]:
-    """Shards' record indexes, from their records' payload lengths: their names and sha256s
-    (on an object store, uploaded together in the background, as the shards are)."""
+    """Shards' record indexes (if their format has them), from their records' payload
+    lengths: their names and sha256s (on an object store, uploaded in the background)."""
+    if shards.index_name(next(iter(lengths))) is None:
+        return {}
     indexes = {fs.join(folder, shards.index_name(shard)): shards.index_bytes(shard_lengths)
                for shard, shard_lengths in lengths.items()}
     fs.write_files(indexes, later=True)
@@ -286,10 +286,7 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
             if start != end:
                 raise RuntimeError(f"{source_path}: ends at byte {start}, its record says {end}")
             lengths += dealt.lengths[job.index]
-    written = {name: writers[path].sha256}
-    if shards.index_name(name) is not None:
-        written |= _write_indexes(folder, shards, {name: lengths})
-    return written
+    return {name: writers[path].sha256, **_write_indexes(folder, shards, {name: lengths})}
 
 
 def _copied_whole(info: TaskInfo, shards: int) -> bool:
@@ -302,15 +299,14 @@ def _copied_whole(info: TaskInfo, shards: int) -> bool:
 def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,
                  shards: dict[str, str]) -> SplitSummary:
     """Once every output shard and its index (if its format has one) are written (`shards`:
-    their names and sha256s): info and stats JSON, then the split's summary, kept in the work folder so a
-    rerun reuses it, and the marker that counts the split assembled (progress). On an object
-    store they are uploaded together, in the background until the step's bundle ends (the
-    task's last stage reads them, after a GroupByKey): a rerun reuses a summary only when
-    every file it lists was there (`reusable_record`)."""
+    their names and sha256s): info and stats JSON, then the split's summary, kept in the work
+    folder so a rerun reuses it, and the marker that counts the split assembled (progress).
+    On an object store they are uploaded together, in the background until the step's bundle
+    ends (the task's last stage reads them, after a GroupByKey): a rerun reuses a summary
+    only when every file it lists was there (`reusable_record`)."""
     task, split, record = info.spec.name, assembly.split, assembly.record
-    written = sum(is_shard(name) for name in shards)
-    shard_format = SHARD_FORMATS[config.shard_format]
-    indexed = shard_format.index_name(shard_name(split, 0, 1, shard_format)) is not None
+    written, formatted = sum(map(is_shard, shards)), SHARD_FORMATS[config.shard_format]
+    indexed = formatted.index_name(shard_name(split, 0, 1, formatted)) is not None
     if written != record.num_shards or len(shards) != (1 + indexed) * written:
         raise RuntimeError(f"{task}/{split}: {written} of {record.num_shards} output shards "
                            f"were written, and {len(shards) - written} indexes")

@@ -3,6 +3,7 @@
 tfrecord          TFRecord framing, written and read with its checksums
 index             each TFRecord shard's record offsets, for random access (no seqio pattern sees it)
 tfrecord_shards   TFRecord shards as a `ShardFormat`: framing, and random access through the index
+arrayrecord_shards ArrayRecord shards as a `ShardFormat`, through array_record's writer and reader
 shard_format      the shard file format's interface, the formats by name, seqio's shard names
 layout            file names and JSON of a task folder, exactly as seqio writes them (and P3's)
 features          the one table of T0's features: seqio, `info.<split>.json`, TF, `show` use it
