@@ -21,6 +21,7 @@ from p3data.format.manifest import read_manifest
 from p3data.format.shard_format import read_shard
 from p3data.format.tfrecord import CorruptRecordError
 from p3data.read import open_cache
+from p3data.vocab import SAMPLE_VOCAB
 
 pytestmark = pytest.mark.usefixtures("samples_in_seqio")
 
@@ -121,3 +122,18 @@ def test_without_the_package_one_line_names_the_extra(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "array_record.python", None)
     with pytest.raises(P3DataError, match=r"p3data\[arrayrecord\]"):
         package()
+
+
+def test_peek_and_report_read_it_as_the_tfrecord_cache(builds, tmp_path):
+    peeks = [run_p3data(["peek", str(builds[f]), TASKS[0], "--vocab", str(SAMPLE_VOCAB),
+                         "-n", "2"]) for f in ("tfrecord", "arrayrecord")]
+    assert peeks[0].returncode == peeks[1].returncode == 0, peeks[1].stderr[-2000:]
+    assert peeks[1].stdout == peeks[0].stdout and "example 1" in peeks[0].stdout
+    reports = []
+    for shard_format in ("tfrecord", "arrayrecord"):
+        out = tmp_path / shard_format
+        result = run_p3data(["report", str(builds[shard_format]), "--out", f"{out}.html",
+                             "--markdown", f"{out}.md"])
+        assert result.returncode == 0, result.stderr[-2000:]
+        reports.append(Path(f"{out}.md").read_text().replace(shard_format, "F"))
+    assert reports[0] == reports[1]

@@ -1,4 +1,5 @@
-"""`p3data peek CACHE_DIR TASK`: read a few examples back through stock seqio."""
+"""`p3data peek CACHE_DIR TASK`: read a few examples back through stock seqio (an ArrayRecord
+cache, which seqio cannot read, through `p3data.read`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from p3data.errors import P3DataError
 
 
 def run(args: argparse.Namespace) -> int:
+    from p3data import fs
     from p3data.format.cache_folder import not_a_cache, task_folders
+    from p3data.format.shard_format import seqio_shards
     from p3data.taskset import load_definitions
 
     root = cache_root(args.cache_dir)
@@ -18,6 +21,13 @@ def run(args: argparse.Namespace) -> int:
     if not task_folders(root):  # not advice to build a cache into someone's folder
         raise not_a_cache(root)
     folder = cached_task_folder(root, args.task, args.split)
+    if not seqio_shards(fs.files_in(folder), args.split, infix="tfrecord"):
+        from p3data.read import open_cache
+
+        examples = open_cache(root).split(args.task, args.split)
+        for number in range(min(args.n, len(examples))):
+            print_example(examples[number], f"--- {args.task} [{args.split}] example {number}")
+        return 0
     console.import_tensorflow(args.verbose)
     import seqio
     import tensorflow as tf
@@ -92,9 +102,10 @@ def print_example(example: dict, heading: str) -> None:
     for key in sorted(example):
         value = example[key]
         if key.endswith("_pretokenized"):
-            print(f"{key}: {value.decode()!r}")
-        elif getattr(value, "dtype", None) is not None and value.dtype.kind == "O":
-            print(f"{key}: {[v.decode() for v in value]}")
+            print(f"{key}: {_text(value)!r}")
+        elif isinstance(value, list) or getattr(value, "dtype", None) is not None and (
+                value.dtype.kind == "O"):
+            print(f"{key}: {[_text(v) for v in value]}")
         else:
             shown = value.tolist()
             if isinstance(shown, list) and len(shown) > 12:
@@ -102,8 +113,14 @@ def print_example(example: dict, heading: str) -> None:
             print(f"{key}: {shown}")
 
 
+def _text(value: bytes | str) -> str:
+    """A text as seqio reads it (bytes) or as `p3data.read` does (str)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def register(commands: argparse._SubParsersAction) -> None:
-    peek = commands.add_parser("peek", help="print a few cached examples, read by stock seqio")
+    peek = commands.add_parser("peek", help="print a few cached examples, read by stock seqio "
+                                  "(ArrayRecord caches: by p3data.read)")
     peek.add_argument("cache_dir", metavar="CACHE_DIR", help="cache root (local or gs://)")
     peek.add_argument("task", metavar="TASK", help="a task name, e.g. super_glue_copa_exercise")
     peek.add_argument("--split", default="train", help="task split to read (default: train)")

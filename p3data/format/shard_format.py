@@ -108,11 +108,12 @@ def is_shard(name: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in SHARD_GLOBS)
 
 
-def seqio_shards(names: Iterable[str], split: str, num_shards: int | None = None) -> list[str]:
-    """The shards of `split` among `names`, as seqio finds them without a manifest:
-    `<split>.<infix>-*-of-*<num_shards>`, sorted."""
+def seqio_shards(names: Iterable[str], split: str, num_shards: int | None = None, *,
+                 infix: str | None = None) -> list[str]:
+    """The shards of `split` among `names` (of the format `infix` names, or any), as seqio finds
+    them without a manifest: `<split>.<infix>-*-of-*<num_shards>`, sorted."""
     names = list(names)
-    return sorted(name for f in SHARD_FORMATS.values()
+    return sorted(name for f in SHARD_FORMATS.values() if infix in (None, f.infix)
                   for name in fnmatch.filter(names, f"{split}.{f.infix}-*-of-*{num_shards or ''}"))
 
 
