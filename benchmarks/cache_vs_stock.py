@@ -118,16 +118,17 @@ def ours_rate(bench: BenchSet, mirror: Path, work: Path, *, workers: int = 1,
 
 
 def ours_build(bench: BenchSet, mirror: Path, work: Path, *, workers: int = 1,
-               vocab: Path = SAMPLE_VOCAB) -> tuple[int, float]:
-    """`p3data cache` on the set into `work`/p3data-cache: prints and returns its examples and
-    CPU-seconds."""
-    out = work / "p3data-cache"
+               vocab: Path = SAMPLE_VOCAB, options: tuple[str, ...] = (),
+               out: Path | None = None) -> tuple[int, float]:
+    """`p3data cache` on the set (with `options`) into `out` (default `work`/p3data-cache):
+    prints and returns its examples and CPU-seconds."""
+    out = out or work / "p3data-cache"
     shutil.rmtree(out, ignore_errors=True)
     beam = ([f"--direct_num_workers={workers}", "--direct_running_mode=multi_processing"]
             if workers > 1 else [])
     wall, cpu, peak = measure([str(BIN / "p3data"), "cache", "--data-dir", str(mirror),
                                "--vocab", str(vocab), "--tasks", bench.tasks, "--splits",
-                               "train", "--output-dir", str(out), *beam],
+                               "train", "--output-dir", str(out), *options, *beam],
                               environment(mirror, vocab))
     examples = count_examples(out)
     print(f"p3data cache, {workers} worker(s): {examples:,} examples, {wall:7.1f} s wall, "
