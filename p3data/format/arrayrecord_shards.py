@@ -17,7 +17,7 @@ from p3data import fs
 from p3data.errors import P3DataError
 from p3data.format.tfrecord import HEADER, CorruptRecordError, whole_frames
 
-WRITER_OPTIONS = "group_size:1,zstd:3"
+WRITER_OPTIONS = "group_size:1,snappy"  # docs/commands.md: why snappy
 EXTRA = "pip install 'p3data[arrayrecord]'"
 
 
