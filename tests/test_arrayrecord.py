@@ -70,6 +70,9 @@ def test_manifest_info_and_verify(builds):
     for split in manifest.splits:  # seqio's info has no format field: the same JSON
         assert (json.loads((folder / f"info.{split}.json").read_text()) ==
                 json.loads((builds["tfrecord"] / TASKS[0] / f"info.{split}.json").read_text()))
+    indexed = run_p3data(["index", str(builds["arrayrecord"])])  # nothing to index
+    assert indexed.returncode == 0 and "0 indexes written" in indexed.stdout, indexed.stderr
+    assert not list(builds["arrayrecord"].glob("*/index.*"))
     result = run_p3data(["verify", str(builds["arrayrecord"])])
     assert result.returncode == 0 and "0 problems" in result.stdout, result.stdout
 

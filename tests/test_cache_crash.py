@@ -1,7 +1,8 @@
 """Crash points, driven deterministically: the build dies like `kill -9` just before one of its
 file operations (one point per kind of operation, first and last occurrence), for a fresh
-build and for a rebuild with other settings. After every crash, each task folder stock seqio
-would read (it has COMPLETED) holds exactly the examples its stats say and nothing else; the
+build (of TFRecord shards, and of ArrayRecord shards) and for a rebuild with other settings.
+After every crash, each task folder stock seqio would read (it has COMPLETED) holds exactly
+the examples its stats say and nothing else (ArrayRecord's: as `p3data.read` reads them); the
 rerun finishes and is byte-identical to an uninterrupted build."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from helpers.cache import read_examples, run_cache, tree
 from helpers.crash_run import crash_points, crash_run
 
 from p3data.format.verify import verify_task
+from p3data.read import open_cache
 from p3data.vocab import SAMPLE_VOCAB
 
 pytestmark = [pytest.mark.usefixtures("samples_in_seqio"), pytest.mark.crash]
@@ -23,6 +25,7 @@ pytestmark = [pytest.mark.usefixtures("samples_in_seqio"), pytest.mark.crash]
 TASKS = ["--tasks", "super_glue_rte_GPT_3_style(_score_eval)?|super_glue_copa_exercise",
          "--rows-per-shard", "8"]
 _READ_BACK: set[str] = set()  # digests of task folders seqio already read back correctly
+ARRAYRECORD = ("--shard-format", "arrayrecord")
 
 
 def _crash_run(mode: str, outputs: Path, points: list[int], *args: str,
@@ -44,16 +47,29 @@ def _assert_seqio_reads_what_stats_say(out: Path) -> int:
         for stats in folder.glob("stats.*.json"):
             split = stats.name.split(".")[1]
             expected = json.loads(stats.read_text())["examples"]
-            assert len(read_examples(folder.name, split, out)) == expected, (folder, split)
+            if list(folder.glob("*.array_record-*")):  # seqio reads TFRecord shards only
+                read = list(open_cache(str(out)).split(folder.name, split))
+            else:
+                read = read_examples(folder.name, split, out)
+            assert len(read) == expected, (folder, split)
     return len(complete)
+
+
+def _reference(tmp_path_factory, *args: str) -> tuple[Path, Path]:
+    """An uninterrupted build with 2 shards per split, and the trace of its file operations."""
+    root = tmp_path_factory.mktemp("reference")
+    assert _crash_run("crash", root, [-1], "--shards", "2", *args) == [0]
+    return root / "-1", root / "-1.crash.trace"
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> tuple[Path, Path]:
-    """An uninterrupted build with 2 shards per split, and the trace of its file operations."""
-    root = tmp_path_factory.mktemp("reference")
-    assert _crash_run("crash", root, [-1], "--shards", "2") == [0]
-    return root / "-1", root / "-1.crash.trace"
+    return _reference(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def arrayrecord_reference(tmp_path_factory) -> tuple[Path, Path]:
+    return _reference(tmp_path_factory, *ARRAYRECORD)
 
 
 def _crash_and_rerun(outputs: Path, points: list[int], *args: str,
@@ -65,11 +81,13 @@ def _crash_and_rerun(outputs: Path, points: list[int], *args: str,
     assert _crash_run("rerun", outputs, points, *args) == [0] * len(points)
 
 
-def test_every_crash_point_of_a_build(reference, tmp_path):
-    expected, trace = reference
+@pytest.mark.parametrize("options", [(), ARRAYRECORD], ids=["tfrecord", "arrayrecord"])
+def test_every_crash_point_of_a_build(options, request, tmp_path):
+    expected, trace = request.getfixturevalue(
+        "arrayrecord_reference" if options else "reference")
     points = crash_points(trace)
     assert len(points) >= 20  # every stage's files: parts, markers, shards, JSON, manifest...
-    _crash_and_rerun(tmp_path, points, "--shards", "2")
+    _crash_and_rerun(tmp_path, points, "--shards", "2", *options)
     for point in points:
         out = tmp_path / str(point)
         assert tree(out) == tree(expected), point

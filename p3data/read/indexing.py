@@ -23,6 +23,7 @@ from p3data.format.index import (
     scan_offsets,
 )
 from p3data.format.manifest import write_manifest
+from p3data.format.shard_format import format_of
 from p3data.lock import output_lock, refuse_live_writer
 from p3data.progress import ProgressLine
 from p3data.read.reader import open_cache
@@ -63,6 +64,8 @@ def index_cache(root: str, *, force: bool = False, progress_every: float = 10.0,
                 indexes[split] = {}
                 listed = manifest.splits[split].files if manifest is not None else None
                 for shard in cache.split(task, split).shards:
+                    if format_of(shard).index_name(shard) is None:  # ArrayRecord: needs none
+                        continue
                     name, data = _index(shard, result, listed)
                     indexes[split][name] = hashlib.sha256(data).hexdigest()
                     progress.update(status=f"{result.written:,} indexed · task {task}")
