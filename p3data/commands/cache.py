@@ -93,14 +93,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_arrayrecord(output_dir: str) -> None:
-    """ArrayRecord's writer writes files on this machine only, through its own package."""
-    from p3data.format.arrayrecord_shards import package
+    """ArrayRecord's writer writes files on this machine's disk only, through its package."""
+    from p3data.format.arrayrecord_shards import local_path, package
 
     package()
-    if not fs.machine_local(output_dir):
-        raise P3DataError(f"--output-dir {output_dir}: ArrayRecord shards are written to a "
-                          "local folder only (ArrayRecord's writer cannot write to an object "
-                          "store); build locally and copy the folder")
+    local_path(output_dir)
 
 
 def _check_data_dir(path: str | None) -> None:

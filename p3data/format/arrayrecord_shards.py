@@ -13,6 +13,8 @@ import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import BinaryIO
 
+from fsspec.implementations.local import LocalFileSystem
+
 from p3data import fs
 from p3data.errors import P3DataError
 from p3data.format.tfrecord import HEADER, CorruptRecordError, whole_frames
@@ -31,12 +33,13 @@ def package():
     return array_record_module
 
 
-def _local(path: str) -> str:
-    """The path on this machine (ArrayRecord's reader and writer open files themselves)."""
+def local_path(path: str) -> str:
+    """The path on this machine's disk (ArrayRecord's reader and writer open files themselves,
+    and its writer cannot write to an object store)."""
     filesystem, local = fs.resolve(path)
-    if fs.is_object_store(filesystem):
-        raise P3DataError(f"{path}: ArrayRecord shards are read and written on this machine "
-                          "only; copy the cache to a local folder")
+    if not isinstance(filesystem, LocalFileSystem):
+        raise P3DataError(f"{path}: ArrayRecord shards are read and written on this machine's "
+                          "disk only; build or copy the cache to a local folder")
     return local
 
 
@@ -82,7 +85,7 @@ class ArrayRecordAccess:
 
     def __init__(self, path: str):
         self.path = path
-        self._reader = package().ArrayRecordReader(_local(path), "readahead_buffer_size:0")
+        self._reader = package().ArrayRecordReader(local_path(path), "readahead_buffer_size:0")
         if not self._reader.ok():  # a file cut short opens with no records, not ok
             raise CorruptRecordError(f"{path}: record 0 and after unreadable: not a whole "
                                      "ArrayRecord file (cut short, or its footer damaged)")
@@ -134,7 +137,7 @@ def shard_writer(path: str) -> Iterator[ShardSink]:
     """The shard, written to a temporary sibling renamed onto `path` once whole (nothing if
     the block raises); the sink's `sha256` is the file's, after."""
     module = package()
-    with fs.local_atomic_path(_local(path)) as temporary:
+    with fs.local_atomic_path(local_path(path)) as temporary:
         writer = module.ArrayRecordWriter(temporary, WRITER_OPTIONS)
         sink = ShardSink(path, writer)
         try:
