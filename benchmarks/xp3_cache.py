@@ -4,9 +4,10 @@ own output text; written with spaces and without, side by side.
 
 Tasks: every template of XL-Sum's prompt folder (xP3: English prompts, 9) for the languages of
 `xp3_style_tasks` (spaced: Arabic, Bengali, Hindi, Swahili, Tamil; unspaced: Chinese,
-simplified and traditional), train split. Rows: XL-Sum's fields, the article a paragraph of 8
-to 30 sentences of its script (`tests/data/scripts/`, joined by a space, or by nothing in
-Chinese), title and summary one sentence each. Vocabulary: `multilingual_tokenize`'s, trained
+simplified and traditional), their one `train` split (XL-Sum's train and test). Rows:
+XL-Sum's fields, the article a paragraph of 8 to 30 sentences of its script
+(`tests/data/scripts/`, joined by a space, or by nothing in Chinese), title and summary one
+sentence each. Vocabulary: `multilingual_tokenize`'s, trained
 on those sentences and grown to mT5's 250,100 pieces. Targets (issue 32): at least 50x stock;
 at least 1x the floor unspaced, 1.5x spaced. Needs xP3's templates installed (`P3DATA_HOME`)
 and the fork's archive (`tests/helpers/template_sets.py`). Examples per CPU-second of the whole
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import itertools
 import json
 import os
 import random
@@ -47,24 +49,31 @@ def bench_set(name: str, languages: dict[str, str]) -> BenchSet:
                     rf"xp3_GEM_xlsum_(?:{configs})_.*", "xp3_style_tasks", PREFIX)
 
 
+# xP3's `train` task split reads XL-Sum's train and test splits, one after the other; XL-Sum's
+# test split is about a tenth of its train split.
+TEST_SHARE = 10
+
+
 def write_rows(mirror: Path, languages: dict[str, str], rows: int,
                sentences: dict[str, list[str]], *, distinct: bool = False) -> None:
-    """XL-Sum-shaped rows per language (see the module's docstring), seeded; kept if there.
+    """XL-Sum-shaped rows per language, `rows` in its train split and a tenth of that in its
+    test split (see the module's docstring), seeded; kept if there.
     `distinct`: each sentence shuffled (`_scrambled`), so that sentences recur within a row
     only, as in real text, not across rows from the scripts' few sentences."""
-    for config, script in languages.items():
-        path = Path(DatasetKey(DATASET, config).folder(mirror)) / "train.jsonl"
-        if path.exists() and sum(1 for _ in path.open()) == rows:
+    for (config, script), (split, count) in itertools.product(
+            languages.items(), (("train", rows), ("test", rows // TEST_SHARE))):
+        path = Path(DatasetKey(DATASET, config).folder(mirror)) / f"{split}.jsonl"
+        if path.exists() and sum(1 for _ in path.open()) == count:
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        rng, lines = random.Random(config), sentences[script]
+        rng, lines = random.Random(f"{config}/{split}"), sentences[script]
         joiner = "" if script == "chinese" else " "
         pick = functools.partial(_scrambled, rng) if distinct else str
         with path.open("w") as handle:
-            for i in range(rows):
+            for i in range(count):
                 target = pick(rng.choice(lines))
                 handle.write(json.dumps({
-                    "gem_id": f"{config}-train-{i}", "url": f"https://example.org/{i}",
+                    "gem_id": f"{config}-{split}-{i}", "url": f"https://example.org/{i}",
                     "title": pick(rng.choice(lines)), "target": target, "references": [target],
                     "text": joiner.join(map(pick, rng.choices(lines, k=rng.randint(8, 30))))},
                     ensure_ascii=False) + "\n")

@@ -16,7 +16,9 @@ import sys
 import unicodedata
 from array import array
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
+import numpy as np
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 WORD_START = "\u2581"  # SentencePiece's escaped space: every word but a text's first starts with it
@@ -26,7 +28,31 @@ PIECE = model_pb2.ModelProto.SentencePiece
 _MATCHABLE = (PIECE.NORMAL, PIECE.USER_DEFINED, PIECE.UNUSED)
 
 
-def word_split_refusal(proto: model_pb2.ModelProto) -> str | None:
+class Pieces(NamedTuple):
+    """A model's pieces, read from its proto in one pass: each attribute read from the proto
+    costs ~0.1 CPU-s over mT5's 250,100 pieces, and the checks and the guard (`segment`) scan
+    them several times as a tokenizer starts."""
+
+    texts: list[str]
+    types: np.ndarray
+    scores: np.ndarray  # float64, as the proto's float32 scores read in Python
+
+    @classmethod
+    def of(cls, proto: model_pb2.ModelProto) -> Pieces:
+        triples = [(p.piece, p.type, p.score) for p in proto.pieces]
+        texts, types, scores = zip(*triples, strict=True) if triples else ((), (), ())
+        return cls(list(texts), np.array(types, np.int64), np.array(scores, np.float64))
+
+    def of_types(self, *types: int) -> list[str]:
+        """The texts of the pieces of these types, in id order."""
+        chosen = np.isin(self.types, types)
+        if chosen.all():
+            return self.texts
+        return [self.texts[i] for i in np.flatnonzero(chosen)]
+
+
+def word_split_refusal(proto: model_pb2.ModelProto, *,
+                       pieces: Pieces | None = None) -> str | None:
     """Why a text's ids might not be its words' ids under this model (None: they always are).
 
     Unigram and BPE segment a normalized text with pieces that start at a ▁ or hold none, so
@@ -36,12 +62,14 @@ def word_split_refusal(proto: model_pb2.ModelProto) -> str | None:
     of unknown characters, which are merged into one id, never span two words. Other trainer
     options (`split_digits`, `split_by_number`, `byte_fallback`...) only act inside words.
     Unigram scores must not be positive (`WordMemo` bounds score magnitudes by sums).
+    `pieces`: the proto's (`Pieces.of`), where the caller has read them.
     """
+    pieces = pieces or Pieces.of(proto)
     trainer = proto.trainer_spec
     kind = model_pb2.TrainerSpec.ModelType.Name(trainer.model_type)
-    inside = next((p.piece for p in proto.pieces
-                   if p.type in _MATCHABLE and WORD_START in p.piece[1:]), None)
-    own = [p.type for p in proto.pieces if p.piece == WORD_START]
+    inside = next((text for text in pieces.of_types(*_MATCHABLE) if WORD_START in text[1:]),
+                  None)
+    own = [int(pieces.types[i]) for i, text in enumerate(pieces.texts) if text == WORD_START]
     reasons = {
         f"a {kind} model (only UNIGRAM and BPE are known)": kind not in ("UNIGRAM", "BPE"),
         "split_by_whitespace is false": not trainer.split_by_whitespace,
@@ -49,8 +77,8 @@ def word_split_refusal(proto: model_pb2.ModelProto) -> str | None:
         "escape_whitespaces is false": not proto.normalizer_spec.escape_whitespaces,
         f"piece {inside!r} has ▁ inside": inside is not None,
         "▁ is not a piece of its own": own not in ([PIECE.NORMAL], [PIECE.USER_DEFINED]),
-        "a UNIGRAM model with positive scores": kind == "UNIGRAM" and any(
-            p.score > 0 for p in proto.pieces if p.type == PIECE.NORMAL),
+        "a UNIGRAM model with positive scores": kind == "UNIGRAM" and bool(
+            (pieces.scores[pieces.types == PIECE.NORMAL] > 0).any()),
     }
     return "; ".join(reason for reason, applies in reasons.items() if applies) or None
 
@@ -72,7 +100,8 @@ def ascii_refusal(proto: model_pb2.ModelProto) -> str | None:
     return "; ".join(reason for reason, applies in reasons.items() if applies) or None
 
 
-def raw_cut_refusal(proto: model_pb2.ModelProto) -> str | None:
+def raw_cut_refusal(proto: model_pb2.ModelProto, *,
+                    pieces: Pieces | None = None) -> str | None:
     """Why raw text cut after each ". " might not normalize piece by piece into the normalized
     text (None: it always does, for a model `word_split_refusal` accepts).
 
@@ -84,8 +113,8 @@ def raw_cut_refusal(proto: model_pb2.ModelProto) -> str | None:
     put in front stands for it, and the normalizer goes on as in the whole text, after a space.
     """
     spec = proto.normalizer_spec
-    held = next((p.piece for p in proto.pieces if p.type == PIECE.USER_DEFINED
-                 and ("." in p.piece or " " in p.piece)), None)
+    held = next((text for text in (pieces or Pieces.of(proto)).of_types(PIECE.USER_DEFINED)
+                 if "." in text or " " in text), None)
     reasons = {
         "add_dummy_prefix is false": not spec.add_dummy_prefix,
         "remove_extra_whitespaces is false": not spec.remove_extra_whitespaces,
@@ -97,7 +126,8 @@ def raw_cut_refusal(proto: model_pb2.ModelProto) -> str | None:
 
 
 def join_refusal(proto: model_pb2.ModelProto, separator: str,
-                 normalize: Callable[[list[str]], list[str]]) -> str | None:
+                 normalize: Callable[[list[str]], list[str]], *,
+                 pieces: Pieces | None = None) -> str | None:
     """Why `ids(a + separator + b)` might not be `ids(a + separator) + ids(b)` for some texts
     (None: it always is, given the memo's guard on the joined score; `Tokenizer.join`).
 
@@ -112,8 +142,9 @@ def join_refusal(proto: model_pb2.ModelProto, separator: str,
     `word_split_refusal` accepts the model, and the joined unigram score is guarded as a text's.
     """
     spec = proto.normalizer_spec
-    held = next((p.piece for p in proto.pieces if p.type == PIECE.USER_DEFINED
-                 and set(p.piece) & set(separator)), None)
+    pieces = pieces or Pieces.of(proto)
+    held = next((text for text in pieces.of_types(PIECE.USER_DEFINED)
+                 if set(text) & set(separator)), None)
     reasons = {
         "add_dummy_prefix is false": not spec.add_dummy_prefix,
         "remove_extra_whitespaces is false": not spec.remove_extra_whitespaces,
@@ -124,12 +155,13 @@ def join_refusal(proto: model_pb2.ModelProto, separator: str,
         f"separator {separator!r} does not normalize to one space between words": normalize(
             ["a" + separator + "a", "a"]) != [f"{WORD_START}a{WORD_START}a", f"{WORD_START}a"],
     }
-    refusal = word_split_refusal(proto)
+    refusal = word_split_refusal(proto, pieces=pieces)
     return "; ".join([*(reason for reason, applies in reasons.items() if applies),
                       *([refusal] if refusal else [])]) or None
 
 
-def forced_cuts(proto: model_pb2.ModelProto) -> re.Pattern[str] | None:
+def forced_cuts(proto: model_pb2.ModelProto, *,
+                pieces: Pieces | None = None) -> re.Pattern[str] | None:
     """A pattern whose `findall` on a normalized word gives its parts between the points where
     every segmentation of this model has a piece boundary (then an empty match); None if the
     model has no such points.
@@ -143,10 +175,11 @@ def forced_cuts(proto: model_pb2.ModelProto) -> re.Pattern[str] | None:
     the score before each (as a text's words are: `segment`). Written without spaces, a
     paragraph is one word; cut after its "。", it is sentences again.
     """
-    pieces = [(p.piece, p.type) for p in proto.pieces]  # one pass: mT5 has 250,100
-    matchable = [piece for piece, kind in pieces if kind in _MATCHABLE]
-    marks = sorted(piece for piece, kind in pieces if kind == PIECE.NORMAL and len(piece) == 1
-                   and any(end in unicodedata.name(piece, "") for end in _SENTENCE_ENDS))
+    pieces = pieces or Pieces.of(proto)
+    matchable = list(pieces.of_types(*_MATCHABLE))
+    single = [piece for piece in pieces.of_types(PIECE.NORMAL) if len(piece) == 1]
+    marks = sorted(piece for piece in single
+                   if any(end in unicodedata.name(piece, "") for end in _SENTENCE_ENDS))
     if not marks or any(_SEPARATOR in piece for piece in matchable):
         return None
     followers: dict[str, set[str]] = {mark: set() for mark in marks}

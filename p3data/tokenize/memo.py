@@ -24,6 +24,7 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 from p3data.tokenize.checks import (
     RAW_SENTENCE_END,
     WORD_START,
+    Pieces,
     ascii_refusal,
     forced_cuts,
     raw_cut_refusal,
@@ -82,7 +83,10 @@ class WordMemo:
     stand (`_resegmented`), else the text is encoded plainly.
     """
 
-    def __init__(self, proto: model_pb2.ModelProto, normalize: Callable[[list[str]], list[str]]):
+    def __init__(self, proto: model_pb2.ModelProto, normalize: Callable[[list[str]], list[str]],
+                 *, pieces: Pieces | None = None):
+        """`pieces`: the proto's (`Pieces.of`), where the caller has read them."""
+        pieces = pieces or Pieces.of(proto)
         words = model_pb2.ModelProto()
         words.CopyFrom(proto)  # the same model, reading text that is already normalized
         words.normalizer_spec.CopyFrom(model_pb2.NormalizerSpec(
@@ -90,13 +94,13 @@ class WordMemo:
             escape_whitespaces=False))
         self._processor = spm.SentencePieceProcessor(model_proto=words.SerializeToString())
         self._normalize = normalize
-        self.raw = raw_cut_refusal(proto) is None  # cuts raw text
+        self.raw = raw_cut_refusal(proto, pieces=pieces) is None  # cuts raw text
         self.ascii = self.raw and ascii_refusal(proto) is None  # splits ASCII sentences itself
         self.stats = MemoStats()
         self._sentences = BoundedMemo(SENTENCE_MEMO_BYTES)
         self._words = BoundedMemo(WORD_MEMO_BYTES)
-        self._cuts = forced_cuts(proto)
-        self._guard = (UnigramGuard(proto, self._processor)
+        self._cuts = forced_cuts(proto, pieces=pieces)
+        self._guard = (UnigramGuard(proto, self._processor, pieces=pieces)
                        if proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM else None)
 
     @property

@@ -16,6 +16,7 @@ by single piece scores: nothing to guard.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import struct
@@ -24,7 +25,7 @@ import numpy as np
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
-from p3data.tokenize.checks import PIECE
+from p3data.tokenize.checks import PIECE, Pieces
 from p3data.tokenize.entries import ALWAYS, NEVER, Entry, entry_of
 from p3data.varints import unpacked
 
@@ -42,22 +43,33 @@ class UnigramGuard:
     """A unigram model's piece scores, as its Viterbi counts them: how far each word's
     segmentation is from a tie, and the word segmented again from a text's running score."""
 
-    def __init__(self, proto: model_pb2.ModelProto, processor: spm.SentencePieceProcessor):
-        """`processor`: the model reading text that is already normalized (the memo's)."""
+    def __init__(self, proto: model_pb2.ModelProto, processor: spm.SentencePieceProcessor, *,
+                 pieces: Pieces | None = None):
+        """`processor`: the model reading text that is already normalized (the memo's);
+        `pieces`: the proto's (`Pieces.of`), where the caller has read them."""
         self._processor = processor
-        unknown = min((p.score for p in proto.pieces if p.type == PIECE.NORMAL),
-                      default=0.0) - _UNKNOWN_PENALTY
+        self._pieces = pieces = pieces or Pieces.of(proto)
+        normal = pieces.types == PIECE.NORMAL
+        unknown = float(pieces.scores[normal].min() if normal.any() else 0.0) - _UNKNOWN_PENALTY
         self._max_magnitude = -unknown
         # Scores as the segmentation counts them
-        self._scores = [unknown if p.type == PIECE.UNKNOWN else p.score for p in proto.pieces]
-        user_defined = [re.escape(p.piece) for p in proto.pieces if p.type == PIECE.USER_DEFINED]
+        self._scores = np.where(pieces.types == PIECE.UNKNOWN, unknown, pieces.scores).tolist()
+        user_defined = [re.escape(p) for p in pieces.of_types(PIECE.USER_DEFINED)]
         self._user_defined = re.compile("|".join(user_defined)) if user_defined else None
-        self._normal = {p.piece: i for i, p in enumerate(proto.pieces) if p.type == PIECE.NORMAL}
-        self._longest = max(map(len, self._normal), default=0)
-        self._foldable = np.array([p.type == PIECE.NORMAL for p in proto.pieces])
+        self._foldable = normal
         self._scores32 = np.array(self._scores, np.float32)
         self._unknown_id = processor.unk_id()
         self._unknown_score = _float32(unknown)
+
+    @functools.cached_property
+    def _normal(self) -> dict[str, int]:
+        """Normal pieces' ids by their text: for `segmented`, which few texts need."""
+        pieces = self._pieces
+        return {pieces.texts[i]: int(i) for i in np.flatnonzero(pieces.types == PIECE.NORMAL)}
+
+    @functools.cached_property
+    def _longest(self) -> int:
+        return max(map(len, self._normal), default=0)
 
     def word_entry(self, text: str, ids: list[int]) -> Entry:
         """The word's entry, with the largest exponent at which rounding cannot change it."""

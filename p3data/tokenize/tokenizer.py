@@ -32,7 +32,13 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from p3data.errors import P3DataError
-from p3data.tokenize.checks import PIECE, WORD_START, join_refusal, word_split_refusal
+from p3data.tokenize.checks import (
+    PIECE,
+    WORD_START,
+    Pieces,
+    join_refusal,
+    word_split_refusal,
+)
 from p3data.tokenize.entries import NEVER, Entry, entry_of, joined, trusted
 from p3data.tokenize.memo import BoundedMemo, WordMemo
 from p3data.varints import unpacked
@@ -91,10 +97,12 @@ class Tokenizer:
         self._memoized = memo_setting() if memo is None else memo
         self._off = None if self._memoized else "turned off by " + (
             "memo=False" if memo is False else ENV_MEMO)
-        refusal = self._off or word_split_refusal(self._proto)
+        self._pieces = Pieces.of(self._proto)
+        refusal = self._off or word_split_refusal(self._proto, pieces=self._pieces)
         if refusal:
             _log_shortcut(self.model_sha256, "plain encoding, not word by word", refusal)
-        self.memo = None if refusal else WordMemo(self._proto, self._processor.normalize)
+        self.memo = None if refusal else WordMemo(self._proto, self._processor.normalize,
+                                                  pieces=self._pieces)
         self._texts = BoundedMemo(TEXT_MEMO_BYTES)  # short texts
         self._joins: dict[str, bool] = {}
 
@@ -111,7 +119,7 @@ class Tokenizer:
         """Whether `join` may join the ids of texts that `separator` joins (`join_refusal`)."""
         if separator not in self._joins:
             refusal = self._off or join_refusal(self._proto, separator,
-                                                self._processor.normalize)
+                                                self._processor.normalize, pieces=self._pieces)
             if refusal:
                 _log_shortcut(self.model_sha256, f"texts joined by {separator!r} are encoded "
                               "whole", refusal)
@@ -152,7 +160,7 @@ class Tokenizer:
     @functools.cached_property
     def _word_initial(self) -> np.ndarray:
         """Per id, whether its piece starts with ▁ (begins a word)."""
-        return np.array([p.piece.startswith(WORD_START) for p in self._proto.pieces])
+        return np.array([text.startswith(WORD_START) for text in self._pieces.texts])
 
     @functools.cached_property
     def _word_initial_bytes(self) -> bytes:
