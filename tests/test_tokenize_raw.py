@@ -135,12 +135,12 @@ def test_refusals_name_their_reason(models):
 def test_ascii_sentences_skip_the_normalizer_only_where_its_rules_leave_ascii_alone(models):
     for name in ("sample", "seqio", "bpe"):
         assert ascii_refusal(_proto(models[name])) is None, name
-        assert Tokenizer(models[name], EXTRA_IDS).memo.ascii, name
+        assert Tokenizer(models[name], EXTRA_IDS).memo.raw_cuts.ascii_sentences, name
     refusal = ascii_refusal(_proto(models["case fold"]))
     assert refusal == "a normalization rule rewrites printable ASCII"
-    assert not Tokenizer(models["case fold"], EXTRA_IDS).memo.ascii
+    assert not Tokenizer(models["case fold"], EXTRA_IDS).memo.raw_cuts.ascii_sentences
     forced = Tokenizer(models["case fold"], EXTRA_IDS)
-    forced.memo.ascii = True  # what splitting ASCII sentences itself would give
+    forced.memo.raw_cuts.ascii_sentences = True  # what splitting ASCII sentences itself would give
     texts = ["One Film. Two Actors. The End", "Seen. Not Seen"]
     assert forced.encode(texts) != _plain(models["case fold"], texts)
     assert Tokenizer(models["case fold"], EXTRA_IDS).encode(texts) == _plain(models["case fold"],

@@ -16,6 +16,7 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from p3data.tokenize import Tokenizer
 from p3data.tokenize.checks import PIECE, forced_cuts
+from p3data.tokenize.raw_text import RawCuts
 from p3data.tokenize.tokenizer import with_extra_ids
 from p3data.varints import packed
 from p3data.vocab import MT5, train_vocabulary
@@ -169,15 +170,45 @@ def test_forced_cuts_are_where_no_piece_spans_and_keep_sentencepieces_ids(models
 
 
 def test_unspaced_paragraphs_are_segmented_sentence_by_sentence(loaded):
-    """A paragraph written without spaces is one word; cut after its "。", the memo segments
-    each sentence once, whichever paragraph it comes in (ids as SentencePiece's)."""
+    """A paragraph written without spaces is one word; cut raw after its "。" (no piece
+    continues past it), the memo looks its run of sentences up whole and segments each sentence
+    once, whichever paragraph it comes in (ids as SentencePiece's)."""
     processor, tokenizer = loaded["mt5_sized"]
     rng = random.Random(3)
     lines = SENTENCES["chinese"]
     paragraphs = ["".join(rng.sample(lines, k=len(lines))) for _ in range(50)]
+    assert "。" in tokenizer.memo.raw_cuts.marks
     stats = tokenizer.memo.stats
-    words, new_words = stats.words, stats.new_words
+    pieces, new_sentences = stats.pieces, stats.new_sentences
     assert tokenizer.encode(paragraphs) == processor.encode(paragraphs, num_threads=1)
-    assert stats.words - words >= len(paragraphs) * len(lines)  # cut at least per sentence
-    # each sentence segmented once, first of its paragraph or not
-    assert stats.new_words - new_words <= 2 * len(lines)
+    assert stats.pieces - pieces == 3 * len(paragraphs)  # first sentence, run, rest
+    # each sentence segmented once at a paragraph's start, once after a "。"
+    assert stats.new_sentences - new_sentences <= 2 * len(lines)
+
+
+def test_raw_text_is_cut_after_a_mark_only_where_no_piece_rule_or_user_piece_holds_it(
+        models, tmp_path):
+    """Raw text is cut after "。" where the model allows (`raw_cut_marks`), not where a piece
+    continues past it ("。我"), a user-defined piece holds it ("」。") or a normalization rule
+    reads it ("。。" made "。"): there, cutting gives other ids than SentencePiece's."""
+    def marks(model: bytes) -> str:
+        return Tokenizer(model, MT5.extra_ids).memo.raw_cuts.marks
+
+    assert "。" in marks(models["trained"])
+    assert "。" not in marks(_with_pieces_across_marks(models["trained"]))
+    rules = tmp_path / "rules.tsv"
+    rules.write_text("3002 3002\t3002\n")  # "。。" -> "。"
+    lines = [line for script in SENTENCES.values() for line in script]
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=model, vocab_size=1500,
+        model_type="unigram", character_coverage=1.0, normalization_rule_tsv=str(rules),
+        hard_vocab_limit=False, minloglevel=2, num_threads=1)
+    ruled = model.getvalue()
+    assert "。" not in marks(ruled)
+    texts = ["我们走吧。。好的。", "你好。。。谢谢。再见。。"]
+    processor = spm.SentencePieceProcessor(model_proto=ruled)
+    assert Tokenizer(ruled, MT5.extra_ids).encode(texts) == processor.encode(texts)
+    forced = Tokenizer(ruled, MT5.extra_ids)
+    forced.memo.raw_cuts = RawCuts("。", processor.normalize, ascii_sentences=False)
+    assert forced.encode(texts) != processor.encode(texts)  # what cutting there would give

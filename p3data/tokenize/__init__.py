@@ -2,7 +2,8 @@
 
 Bottom up: `checks` (what a model allows the memo and joining to do, where it forces a cut),
 `entries` (what the memo holds), `segment` (a unigram model's guard against ties, and the
-Viterbi that re-segments tied words), `memo` (sentences and words segmented once), `tokenizer`
+Viterbi that re-segments tied words), `raw_text` (raw text cut into the memo's keys before it
+is normalized), `memo` (sentences and words segmented once), `tokenizer`
 (`Tokenizer`, the one entry point; `join`: a text's ids from its parts', where exact).
 """
 

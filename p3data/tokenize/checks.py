@@ -2,21 +2,22 @@
 
 Each check returns why the shortcut might not give `SentencePieceProcessor.encode`'s ids, or
 None: whether a text's ids are its words' ids (`word_split_refusal`), whether raw text may be
-cut after each ". " (`raw_cut_refusal`), whether printable ASCII may be split by hand
-(`ascii_refusal`), whether texts joined by a separator have their parts' ids joined
-(`join_refusal`); and where a word may be cut because every segmentation cuts it there
-(`forced_cuts`). The normalization rules are read from the model's precompiled charsmap (a
-darts-clone trie) without running them.
+cut after each ". " (`raw_cut_refusal`) and after which other marks (`raw_cut_marks`), whether
+printable ASCII may be split by hand (`ascii_refusal`), whether texts joined by a separator
+have their parts' ids joined (`join_refusal`); and where a word may be cut because every
+segmentation cuts it there (`forced_cuts`). The normalization rules are read from the model's
+precompiled charsmap (a darts-clone trie) without running them.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import unicodedata
 from array import array
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
@@ -28,7 +29,8 @@ PIECE = model_pb2.ModelProto.SentencePiece
 _MATCHABLE = (PIECE.NORMAL, PIECE.USER_DEFINED, PIECE.UNUSED)
 
 
-class Pieces(NamedTuple):
+@dataclass(frozen=True)
+class Pieces:
     """A model's pieces, read from its proto in one pass: each attribute read from the proto
     costs ~0.1 CPU-s over mT5's 250,100 pieces, and the checks and the guard (`segment`) scan
     them several times as a tokenizer starts."""
@@ -42,6 +44,23 @@ class Pieces(NamedTuple):
         triples = [(p.piece, p.type, p.score) for p in proto.pieces]
         texts, types, scores = zip(*triples, strict=True) if triples else ((), (), ())
         return cls(list(texts), np.array(types, np.int64), np.array(scores, np.float64))
+
+    @functools.cached_property
+    def mark_followers(self) -> dict[str, set[str]]:
+        """The sentence-ending marks that are normal pieces of one character (`forced_cuts`),
+        each with the characters a matchable piece holds right after it; none if a matchable
+        piece holds `_SEPARATOR`, which the search needs. Two checks read them."""
+        matchable = list(self.of_types(*_MATCHABLE))
+        single = [piece for piece in self.of_types(PIECE.NORMAL) if len(piece) == 1]
+        marks = sorted(piece for piece in single
+                       if any(end in unicodedata.name(piece, "") for end in _SENTENCE_ENDS))
+        if not marks or any(_SEPARATOR in piece for piece in matchable):
+            return {}
+        followers: dict[str, set[str]] = {mark: set() for mark in marks}
+        pairs = re.compile(f"(?=({_class(marks)})([^{_SEPARATOR}]))")
+        for mark, follower in pairs.findall(_SEPARATOR.join(matchable)):
+            followers[mark].add(follower)
+        return followers
 
     def of_types(self, *types: int) -> list[str]:
         """The texts of the pieces of these types, in id order."""
@@ -175,17 +194,10 @@ def forced_cuts(proto: model_pb2.ModelProto, *,
     the score before each (as a text's words are: `segment`). Written without spaces, a
     paragraph is one word; cut after its "。", it is sentences again.
     """
-    pieces = pieces or Pieces.of(proto)
-    matchable = list(pieces.of_types(*_MATCHABLE))
-    single = [piece for piece in pieces.of_types(PIECE.NORMAL) if len(piece) == 1]
-    marks = sorted(piece for piece in single
-                   if any(end in unicodedata.name(piece, "") for end in _SENTENCE_ENDS))
-    if not marks or any(_SEPARATOR in piece for piece in matchable):
+    followers = (pieces or Pieces.of(proto)).mark_followers
+    if not followers:
         return None
-    followers: dict[str, set[str]] = {mark: set() for mark in marks}
-    pairs = re.compile(f"(?=({_class(marks)})([^{_SEPARATOR}]))")
-    for mark, follower in pairs.findall(_SEPARATOR.join(matchable)):
-        followers[mark].add(follower)
+    marks = sorted(followers)
     continued = {mark: after for mark, after in followers.items() if after}
     # A part: characters that are no mark or marks a piece may continue past, up to a cut
     # (a mark no piece continues past, or one not followed by what would continue it) or the end
@@ -195,6 +207,22 @@ def forced_cuts(proto: model_pb2.ModelProto, *,
            *(f"{re.escape(mark)}(?!{_class(after)})" for mark, after in continued.items()),
            r"\Z"]
     return re.compile(f"(?:{'|'.join(within)})*(?:{'|'.join(cut)})")
+
+
+def raw_cut_marks(proto: model_pb2.ModelProto, *, pieces: Pieces | None = None) -> str:
+    """The marks after which raw text may be cut too (besides ". "), for a model
+    `raw_cut_refusal` accepts: where every segmentation has a boundary after the mark whatever
+    follows it (`forced_cuts`' marks that no matchable piece continues past), and the
+    normalizer copies the mark as it is and no match crosses it (no rule key and no
+    user-defined piece holds it). Then the text before the cut, ending in the mark, normalizes
+    alone as in the whole text, and the text after it does behind the mark alone (`raw_text`):
+    the leading-space removal and the ▁ put in front act on the mark, which they leave."""
+    pieces = pieces or Pieces.of(proto)
+    charsmap = proto.normalizer_spec.precompiled_charsmap
+    user_defined = "".join(pieces.of_types(PIECE.USER_DEFINED))
+    return "".join(mark for mark, after in sorted(pieces.mark_followers.items())
+                   if not after and mark not in user_defined and not mark.isspace()
+                   and not _rules_hold(charsmap, mark.encode()))
 
 
 def _class(chars: Iterable[str]) -> str:
@@ -248,12 +276,39 @@ def _rules_skip(charsmap: bytes, chars: str, *, alone: bool = False) -> bool:
     root = _child_base(units[0])
     for index, unit in enumerate(units):
         if unit & _LABEL in labels:
-            base = index ^ _child_base(unit)
             ends = unit & _HAS_LEAF and not (alone and index == root ^ (unit & _LABEL))
-            if ends or any(base ^ c < len(units) and units[base ^ c] & _LABEL == c
-                           for c in range(1, 256)):
+            if ends or _has_child(units, index):
                 return False
     return True
+
+
+def _has_child(units: array, index: int) -> bool:
+    base = index ^ _child_base(units[index])
+    return any(base ^ c < len(units) and units[base ^ c] & _LABEL == c for c in range(1, 256))
+
+
+def _rules_hold(charsmap: bytes, sequence: bytes) -> bool:
+    """Whether some key of a precompiled normalization rule set may hold these bytes in a row:
+    a unit labeled with the first whose children are labeled with the next ones, the last
+    ending a key or going on (unused units, which may carry any label, included: a false yes
+    only costs a shortcut)."""
+    if not charsmap:
+        return False
+    units = _trie_units(charsmap)
+    if units is None:
+        return True
+    for index, unit in enumerate(units):
+        if unit & _LABEL != sequence[0]:
+            continue
+        for label in sequence[1:]:
+            child = index ^ _child_base(units[index]) ^ label
+            if child >= len(units) or units[child] & _LABEL != label:
+                break
+            index = child
+        else:
+            if units[index] & _HAS_LEAF or _has_child(units, index):
+                return True
+    return False
 
 
 _PRINTABLE_ASCII = frozenset(range(0x20, 0x7F))

@@ -5,8 +5,8 @@ come back again and again. When no piece of the model can cross a word boundary
 (`checks.word_split_refusal`), a text's ids are the ids of its normalized sentences and words,
 concatenated: the memo segments each distinct word once and looks sentences up whole; when the
 normalizer leaves "." and " " alone (`checks.raw_cut_refusal`), it also normalizes each distinct
-sentence once, cutting the raw text. It keeps ids packed as varints per sentence: a long text's
-packed ids are a join of a few byte strings.
+sentence once, cutting the raw text (`raw_text`). It keeps ids packed as varints per sentence: a
+long text's packed ids are a join of a few byte strings.
 """
 
 from __future__ import annotations
@@ -22,14 +22,15 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from p3data.tokenize.checks import (
-    RAW_SENTENCE_END,
     WORD_START,
     Pieces,
     ascii_refusal,
     forced_cuts,
+    raw_cut_marks,
     raw_cut_refusal,
 )
 from p3data.tokenize.entries import NEVER, Entry, entry_of, joined, trusted
+from p3data.tokenize.raw_text import RawCuts
 from p3data.tokenize.segment import UnigramGuard
 
 # Per process, the sentence and word memos hold at most this many bytes each between batches
@@ -72,10 +73,10 @@ class WordMemo:
     Normalized text splits into sentences after ".▁", a sentence into words before each ▁; a
     text's head (its text before the first ▁, empty unless the model adds no dummy prefix) is
     keyed by its text followed by ▁, which no word is. If the model allows (`raw_cut_refusal`),
-    the raw text is cut instead, after ". ", and each new sentence normalized alone: a text is
-    its first sentence, the run of sentences up to its last cut and the rest (`_raw_pieces`),
-    and a run is looked up whole, so that the templates of a row, which differ around the
-    row's text, find its sentences in one lookup.
+    the raw text is cut instead (`raw_text.RawCuts`), and each new piece normalized alone: a
+    text is its first piece, the run of pieces up to its last cut and the rest, and a run is
+    looked up whole, so that the templates of a row, which differ around the row's text, find
+    its sentences in one lookup.
 
     Unigram models need a guard (`segment`): where a word's segmentation is near a tie, which
     one SentencePiece keeps depends on rounding at the magnitude of the text's score so far. In
@@ -95,7 +96,10 @@ class WordMemo:
         self._processor = spm.SentencePieceProcessor(model_proto=words.SerializeToString())
         self._normalize = normalize
         self.raw = raw_cut_refusal(proto, pieces=pieces) is None  # cuts raw text
-        self.ascii = self.raw and ascii_refusal(proto) is None  # splits ASCII sentences itself
+        # where the raw text is cut, and whether it splits ASCII sentences itself
+        marks = raw_cut_marks(proto, pieces=pieces) if self.raw else ""
+        self.raw_cuts = RawCuts(marks, normalize,
+                                ascii_sentences=self.raw and ascii_refusal(proto) is None)
         self.stats = MemoStats()
         self._sentences = BoundedMemo(SENTENCE_MEMO_BYTES)
         self._words = BoundedMemo(WORD_MEMO_BYTES)
@@ -112,11 +116,13 @@ class WordMemo:
         """Each text's entry, None where it must be encoded plainly. `once`: the texts will not
         come again (a passage cut to fit): their sentences are kept, their runs and rests
         (raw text) not, so that they push nothing that recurs out of the memo."""
-        split = (list(map(_raw_pieces, texts)) if self.raw
+        split = (list(map(self.raw_cuts.pieces, texts)) if self.raw
                  else list(map(_sentences, self._normalize(texts))))
         memo = self._sentences
         missing = set(filterfalse(memo.__contains__, chain.from_iterable(split)))
-        unkept = self._add_sentences(missing, once=once) if missing else {}
+        # `once`: the rests of raw text (what only these texts have) are not kept
+        rests = {pieces[-1] for pieces in split} if once and self.raw else set()
+        unkept = self._add_sentences(missing, once=once, rests=rests) if missing else {}
         get = memo.__getitem__ if not unkept else lambda key: unkept.get(key) or memo[key]
         self.stats.pieces += sum(map(len, split))
         self.stats.new_pieces += len(missing)
@@ -133,15 +139,16 @@ class WordMemo:
         self._words.bound()
         return found
 
-    def _add_sentences(self, keys: set[str], *, once: bool = False) -> dict[str, Entry]:
+    def _add_sentences(self, keys: set[str], *, once: bool = False,
+                       rests: set[str] | None = None) -> dict[str, Entry]:
         """Add sentences and runs of them (raw text), a run joined from its sentences: each
         sentence is normalized and segmented once, whichever run it comes in. `once`: runs and
-        rests are returned instead (what only these texts have)."""
-        runs = [key for key in keys if _is_run(key)] if self.raw else []
-        split_runs = [run.split(RAW_SENTENCE_END) for run in runs]
+        `rests` are returned instead (what only these texts have)."""
+        runs = [key for key in keys if self.raw_cuts.is_run(key)] if self.raw else []
+        split_runs = list(map(self.raw_cuts.sentences, runs))
         sentences = keys.difference(runs).union(
             filterfalse(self._sentences.__contains__, chain.from_iterable(split_runs)))
-        rests = [key for key in sentences if key.endswith(_CUT)] if once and self.raw else []
+        rests = list(sentences.intersection(rests)) if once and rests else []
         if kept := list(sentences.difference(rests)):
             self._sentences.add(kept, self._segmented(kept))
         get = self._sentences.__getitem__
@@ -183,16 +190,8 @@ class WordMemo:
 
     def _whole_words(self, keys: list[str]) -> list[list[str]]:
         """The word keys of sentence keys."""
-        if self.raw:  # a raw piece's key stands for it (`_raw_pieces`); normalized, it starts
-            # with the dummy prefix's ▁ unless it is empty: it has no head
-            texts = [k[:-1] if k.endswith(_CUT) else k + "." for k in keys]
-            split = [text.split(" ") if self.ascii and _plain_ascii(text) else None
-                     for text in texts]
-            others = [i for i, words in enumerate(split) if words is None]
-            for i, text in zip(others, self._normalize([texts[i] for i in others]), strict=True):
-                split[i] = text[1:].split(WORD_START) if text else []
-            return split
-        split = [text.split(WORD_START) for text in keys]
+        texts = self.raw_cuts.normalized(keys) if self.raw else keys
+        split = [text.split(WORD_START) for text in texts]
         for words in split:
             if words[0]:
                 words[0] += WORD_START  # the head's key
@@ -207,9 +206,8 @@ class WordMemo:
         self._words.touch(used)
         if keys:
             texts = list(map(_word_text, keys))
-            encoded = self._processor.encode(texts, num_threads=1)
-            self._words.add(keys, list(map(self._guard.word_entry, texts, encoded))
-                            if self._guard is not None else list(map(entry_of, encoded)))
+            self._words.add(keys, self._guard.word_entries(texts) if self._guard is not None
+                            else list(map(entry_of, self._processor.encode(texts, num_threads=1))))
         return len(keys)
 
     def _resegmented(self, keys: list[str], exponent: int,
@@ -259,8 +257,8 @@ class WordMemo:
                 entry = self._sentences[key]
             if entry.exponent >= exponent:
                 parts.append(entry)
-            elif self.raw and _is_run(key):
-                parts += self._parts(key.split(RAW_SENTENCE_END), exponent, unkept)
+            elif self.raw and self.raw_cuts.is_run(key):
+                parts += self._parts(self.raw_cuts.sentences(key), exponent, unkept)
             else:
                 split = self._split_words([key])
                 self._add_words(split)
@@ -275,37 +273,11 @@ def _word_text(key: str) -> str:
     return key[:-1] if key.endswith(WORD_START) else WORD_START + key
 
 
-def _plain_ascii(text: str) -> bool:
-    """Printable ASCII without leading, trailing or repeated spaces (see `ascii_refusal`)."""
-    return (text.isascii() and text.isprintable() and text[:1] not in ("", " ")
-            and text[-1] != " " and "  " not in text)
-
-
 def _sentences(text: str) -> list[str]:
     """`text` cut after each ".▁": pieces that start at a word and join back to `text`."""
     if _CUT in text:
         return [text]
     return text.replace(SENTENCE_END, _CUT_SENTENCE_END).split(_CUT)
-
-
-def _is_run(key: str) -> bool:
-    """Whether a key of `_raw_pieces` is a run of sentences."""
-    return RAW_SENTENCE_END in key and not key.endswith(_CUT)
-
-
-def _raw_pieces(text: str) -> list[str]:
-    """Keys of raw `text` cut after its first and its last ". " (before the space): its first
-    sentence and the run of sentences between the cuts, each of which stands for itself and
-    the "." after it (the space before it normalizes away), and the rest followed by \0, which
-    stands for itself alone. The templates of a row share the run, their text being around it."""
-    first = text.find(RAW_SENTENCE_END)
-    if first < 0 or _CUT in text:
-        return [text + _CUT]
-    last = text.rfind(RAW_SENTENCE_END)
-    rest = text[last + 2:] + _CUT
-    if last == first:
-        return [text[:first], rest]
-    return [text[:first], text[first + 2:last], rest]
 
 
 class BoundedMemo(dict):

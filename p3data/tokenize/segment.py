@@ -57,6 +57,7 @@ class UnigramGuard:
         user_defined = [re.escape(p) for p in pieces.of_types(PIECE.USER_DEFINED)]
         self._user_defined = re.compile("|".join(user_defined)) if user_defined else None
         self._foldable = normal
+        self._not_normal = set(np.flatnonzero(~normal).tolist())
         self._scores32 = np.array(self._scores, np.float32)
         self._unknown_id = processor.unk_id()
         self._unknown_score = _float32(unknown)
@@ -71,8 +72,35 @@ class UnigramGuard:
     def _longest(self) -> int:
         return max(map(len, self._normal), default=0)
 
+    def word_entries(self, texts: list[str]) -> list[Entry]:
+        """Normalized words' entries, each with the largest exponent at which rounding cannot
+        change its ids (SentencePiece's `encode`'s).
+
+        A word's ids are its best path's from `NBestEncode` where that path and the runner-up
+        are made of normal pieces, whose scores are the model's: a word trusted at some
+        exponent has a margin over the runner-up that rounding in either Viterbi cannot cross
+        from its own magnitude, so `encode` finds the same path; an untrusted word's ids are
+        never used (`memo` segments it again). Other words are encoded (`word_entry`)."""
+        entries: list[Entry | None] = []
+        for text, nbest in zip(texts, self._processor.nbest_encode_as_ids(texts, nbest_size=2),
+                               strict=True):
+            if (self._user_defined and self._user_defined.search(text)) or any(
+                    not self._not_normal.isdisjoint(ids) for ids in nbest):
+                entries.append(None)
+                continue
+            scores = [sum(map(self._scores.__getitem__, ids)) for ids in nbest]
+            margin = scores[0] - scores[1] if len(nbest) > 1 else None
+            entries.append(self._entry(nbest[0], scores[0], margin, len(text)))
+        others = [i for i, entry in enumerate(entries) if entry is None]
+        if others:
+            encoded = self._processor.encode([texts[i] for i in others], num_threads=1)
+            for i, ids in zip(others, encoded, strict=True):
+                entries[i] = self.word_entry(texts[i], ids)
+        return entries
+
     def word_entry(self, text: str, ids: list[int]) -> Entry:
-        """The word's entry, with the largest exponent at which rounding cannot change it."""
+        """The word's entry (`encode`'s `ids`), with the largest exponent at which rounding
+        cannot change it."""
         if self._user_defined and self._user_defined.search(text):
             return entry_of(ids, 0.0, NEVER)
         result = self._processor.nbest_encode_as_immutable_proto(text, nbest_size=2)
@@ -86,14 +114,21 @@ class UnigramGuard:
         if (not abs(sum(map(self._scores.__getitem__, ids)) - best) < margin / 2
                 and self._processor.nbest_encode_as_ids(text, nbest_size=1)[0] != ids):
             return entry_of(ids, -best, NEVER)
+        return self._entry(ids, best, margin, len(text))
+
+    def _entry(self, ids: list[int], best: float, margin: float | None, length: int) -> Entry:
+        """The entry of a word of `length` characters whose best path (`ids`) scores `best`,
+        `margin` above the runner-up (None: it has none)."""
+        if margin is None:  # the only segmentation there is
+            return entry_of(ids, -best, ALWAYS)
         # Needed: margin > 2 paths x 2 (text, alone) x length/2 x spacing, x 2 to spare (which
         # also covers NBest's own rounding of the margin). The
         # spacing at exponent e (magnitudes in [2**(e-1), 2**e)) is 2**(e-24); the text's and
         # the word's own parts of the magnitude at most double it: the largest e with
         # 8 x length x spacing below the margin, if the word's own part passes on its own.
-        allowed = margin / (8 * len(text))
-        own = self._max_magnitude * len(text)
-        if math.ldexp(1.0, math.frexp(own)[1] - 24) >= allowed:
+        allowed = margin / (8 * length)
+        own = self._max_magnitude * length
+        if allowed <= 0 or math.ldexp(1.0, math.frexp(own)[1] - 24) >= allowed:
             return entry_of(ids, -best, NEVER)
         return entry_of(ids, -best, math.ceil(24 + math.log2(allowed)) - 1)
 

@@ -1,0 +1,108 @@
+"""Raw text cut into the memo's keys before it is normalized, and each key's normalized text.
+
+Where the model allows (`checks.raw_cut_refusal`), the memo cuts raw text after each ". " and
+after each mark of `checks.raw_cut_marks` (the "。" of text written without spaces, the "।" of
+Hindi, where no piece continues past them): a text is its first piece, the run of pieces up to
+its last cut, and the rest (`RawCuts.pieces`). The memo looks a run up whole, so that the
+templates of a row, which differ around the row's text, find that text in one lookup, and
+normalizes and segments each piece once, whichever run it comes in.
+
+A key stands for its text. After ". " (or at a text's start) a piece normalizes alone as in
+the whole text: the ▁ put in front stands for the space. After a mark, the whole text has a
+▁ there only if the piece starts with a space: it is normalized behind its mark (`_BEHIND`),
+which the normalizer copies as it is, and the mark taken off. Runs are flagged (`_RUN`); a
+text that holds a flag character is not cut and is one key, flagged `_WHOLE`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from operator import add
+
+from p3data.tokenize.checks import RAW_SENTENCE_END, WORD_START
+
+_WHOLE, _BEHIND, _RUN = "\0", "\1", "\2"
+_FLAGGED = re.compile("[\0-\2]")
+
+
+class RawCuts:
+    """Where raw text is cut (after ". " and after `marks`), and how its keys normalize."""
+
+    def __init__(self, marks: str, normalize: Callable[[list[str]], list[str]], *,
+                 ascii_sentences: bool):
+        """`normalize`: the model's normalizer; `ascii_sentences`: whether it leaves printable
+        ASCII sentences as they are, but for the ▁ in front and for each space
+        (`checks.ascii_refusal`)."""
+        self.marks = marks
+        self._cut = re.compile("|".join([re.escape(RAW_SENTENCE_END),
+                                         *([f"[{re.escape(marks)}]"] if marks else [])]))
+        self._split = re.compile(f"({self._cut.pattern})").split
+        self._normalize = normalize
+        self.ascii_sentences = ascii_sentences
+
+    def pieces(self, text: str) -> list[str]:
+        """The keys of `text`: its first piece, the run up to its last cut (if it has two
+        cuts) and the rest; the text alone if it has no cut. A mark that ends the text is not
+        taken as a cut: a template's text after its row's would join the run, which the row's
+        other templates would then not share."""
+        if _FLAGGED.search(text):
+            return [_WHOLE + text]
+        end = len(text) - 1  # a text's own last mark is no cut: a run ends at its row's text
+        first = self._cut.search(text, 0, end)
+        if first is None:
+            return [text]
+        last = max([text.rfind(RAW_SENTENCE_END), *(text.rfind(m, 0, end) for m in self.marks)])
+        head = text[:first.start() + 1]
+        after, behind = ((last + 2, "") if text.startswith(RAW_SENTENCE_END, last)
+                         else (last + 1, _BEHIND + text[last]))
+        rest = behind + text[after:]
+        if last == first.start():
+            return [head, rest]
+        return [head, _RUN + _behind(first) + text[first.end():last + 1], rest]
+
+    def sentences(self, run: str) -> list[str]:
+        """The keys of a run's pieces, in order."""
+        key = run[1:]
+        behind, body = (key[:2], key[2:]) if key.startswith(_BEHIND) else ("", key)
+        texts = self._split(body)  # pieces and the cuts between them, alternately
+        cuts = texts[1::2]
+        befores = [behind, *(_BEHIND + cut if cut != RAW_SENTENCE_END else "" for cut in cuts)]
+        keys = list(map(add, befores, map(add, texts[0::2], [cut[0] for cut in cuts] + [""])))
+        return keys if texts[-1] else keys[:-1]  # a run ends at its last cut's mark
+
+    def normalized(self, keys: list[str]) -> list[str]:
+        """Each piece's normalized text as it stands in the whole text: it starts with ▁ if
+        the whole text has one there. Not for runs."""
+        found: list[str | None] = [None] * len(keys)
+        others, texts, behind = [], [], []
+        for i, key in enumerate(keys):
+            flag = key[:1]
+            if flag not in _FLAGS and self.ascii_sentences and _plain_ascii(key):
+                found[i] = WORD_START + key.replace(" ", WORD_START)
+                continue
+            others.append(i)
+            texts.append(key[1:] if flag in _FLAGS else key)
+            behind.append(flag == _BEHIND)
+        for i, text, is_behind in zip(others, self._normalize(texts), behind, strict=True):
+            found[i] = text[2:] if is_behind else text  # the ▁ in front and the mark
+        return found
+
+    @staticmethod
+    def is_run(key: str) -> bool:
+        return key.startswith(_RUN)
+
+
+_FLAGS = (_WHOLE, _BEHIND, _RUN)
+
+
+def _behind(cut: re.Match[str]) -> str:
+    """What a piece after this cut is keyed behind: nothing after ". ", else its mark."""
+    mark = cut.group()
+    return "" if mark == RAW_SENTENCE_END else _BEHIND + mark
+
+
+def _plain_ascii(text: str) -> bool:
+    """Printable ASCII without leading, trailing or repeated spaces (see `ascii_refusal`)."""
+    return (text.isascii() and text.isprintable() and text[:1] not in ("", " ")
+            and text[-1] != " " and "  " not in text)
