@@ -19,6 +19,7 @@ from helpers.templates import template_entry, write_templates
 from p3data.cli import main
 from p3data.dataset_key import DatasetKey
 from p3data.datasets.samples import sample_rows
+from p3data.export import ExportSettings, export_tasks
 from p3data.read import open_cache
 from p3data.taskset import load_definitions
 from p3data.templates.render import DatasetRenderer, Rendered
@@ -183,6 +184,11 @@ def test_another_shape_exports_anew_and_one_card_holds_one_shape(cache, tmp_path
 
 
 def test_only_twins_asked_for_is_one_line(cache, tmp_path, capsys):
+    """The command line refuses before writing; the API fails the twin's task, no other."""
+    outcomes = export_tasks(open_cache(str(cache)), [TWIN, BASE], str(tmp_path / "api"),
+                            settings=ExportSettings("parquet", shape="messages"))
+    assert [(o.task, o.status) for o in outcomes] == [(TWIN, "failed"), (BASE, "exported")]
+    assert outcomes[0].reason.startswith(f"{TWIN}: a score-eval twin")
     assert main(["export", str(cache), "--out", str(tmp_path / "out"), "--tasks", TWIN,
                  "--shape", "prompt-completion"]) == 2
     err = capsys.readouterr().err

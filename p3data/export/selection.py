@@ -32,14 +32,19 @@ def select_tasks(available: Sequence[str], mixtures: Sequence[str] = (),
     return names, lacking
 
 
-def training_tasks(names: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(the tasks an SFT shape exports, the score-eval twins it leaves out): a twin holds one
-    example per answer choice, wrong ones included, which no SFT run should learn."""
+def score_eval_twin(task: str) -> bool:
+    """Whether `task` is a score-eval twin (or a variant of one): one example per answer
+    choice, wrong ones included, which no SFT run should learn."""
     from p3data.fewshot.variants import name_parts
     from p3data.t0 import SCORE_EVAL_SUFFIX
 
-    twins = [name for name in names if name_parts(name)[0].endswith(SCORE_EVAL_SUFFIX)]
-    kept = [name for name in names if name not in set(twins)]
+    return name_parts(task)[0].endswith(SCORE_EVAL_SUFFIX)
+
+
+def training_tasks(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the tasks an SFT shape exports, the score-eval twins it leaves out)."""
+    twins = [name for name in names if score_eval_twin(name)]
+    kept = [name for name in names if not score_eval_twin(name)]
     if not kept:
         raise P3DataError(f"the tasks asked for are all score-eval twins (e.g. {twins[0]}): "
                           "one example per answer choice, wrong ones included, is not SFT "

@@ -26,6 +26,7 @@ from p3data.export.formats import RowWriter, export_format, is_export_file
 from p3data.export.naming import export_file_name, split_order
 from p3data.export.provenance import split_provenance
 from p3data.export.schema import ExportError, export_arrow_schema, task_specs
+from p3data.export.selection import score_eval_twin
 from p3data.export.shapes import export_shape
 from p3data.format.layout import info_name, stats_name
 
@@ -54,6 +55,10 @@ def export_task(cache: CacheReader, task: str, out: str, *, settings: ExportSett
                 on_examples: ExamplesWritten = lambda n: None) -> TaskExportOutcome:
     """Export one task's splits into `out/<task>/`, keeping the splits that a previous run
     with the same settings, from the same cache files, completed."""
+    shape = export_shape(settings.shape)
+    if shape.sft and score_eval_twin(task):  # the command line leaves them out beforehand
+        raise ExportError(f"{task}: a score-eval twin, one example per answer choice, is not "
+                          "SFT data; export it in shape p3")
     folder = fs.join(out, task)
     splits = {split: cache.split(task, split)
               for split in sorted(cache.splits(task), key=split_order)}
@@ -66,7 +71,6 @@ def export_task(cache: CacheReader, task: str, out: str, *, settings: ExportSett
     if same and previous.complete and done.keys() == splits.keys():
         return TaskExportOutcome(task, "already exported", previous)
     specs = task_specs(task, {split: ts.features for split, ts in splits.items()})
-    shape = export_shape(settings.shape)
     schema = shape.arrow_schema() if shape.sft else export_arrow_schema(specs)
     exported = ExportedTask(task, settings, source, specs, done, complete=False)
     write_exported(folder, exported)  # first: what the folder holds is no longer complete
