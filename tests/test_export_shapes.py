@@ -194,3 +194,31 @@ def test_only_twins_asked_for_is_one_line(cache, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "all score-eval twins" in err and "--shape p3" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_rows_read_from_the_hub_name_its_repository_and_revision(tmp_path, monkeypatch):
+    from helpers.hub import EXPORT, TREC_ROWS, trec_entry, write_trec_export
+
+    from p3data.datasets.catalog import ENV_CATALOG
+    from p3data.datasets.hub import ENV_HUB_ROOT
+    from p3data.datasets.stores import ENV_DATA_DIR
+    from p3data.vocab import SAMPLE_VOCAB
+
+    monkeypatch.setenv(ENV_HUB_ROOT, str(tmp_path / "hub"))
+    monkeypatch.delenv(ENV_DATA_DIR, raising=False)
+    write_trec_export(tmp_path / "hub")
+    trec_entry(tmp_path)  # writes the catalog file
+    monkeypatch.setenv(ENV_CATALOG, str(tmp_path / "trec_catalog.yaml"))
+    task = "trec_what_category_best_describe"
+    assert main(["cache", "--tasks", task, "--output-dir", str(tmp_path / "cache"),
+                 "--vocab", str(SAMPLE_VOCAB), "--progress-every", "100"]) == 0
+    out = tmp_path / "out"
+    assert main(["export", str(tmp_path / "cache"), "--out", str(out), "--shape", "messages",
+                 "--format", "jsonl"]) == 0
+    rows = [json.loads(line) for line in (out / task / "train-00000-of-00001.jsonl").open()]
+    assert len(rows) == len(TREC_ROWS)
+    assert {(p["dataset"], p["subset"], p["source_repo"], p["source_revision"])
+            for p in (row["provenance"] for row in rows)} == {
+        ("trec", None, "CogComp/trec", EXPORT)}
+    assert [row["provenance"]["row"] for row in rows] == list(range(len(TREC_ROWS)))
+    assert f"| {task} | train, test | 8 | none |" in (out / "README.md").read_text()
