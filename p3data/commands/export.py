@@ -1,17 +1,21 @@
 """`p3data export`: a cache as parquet (or JSON lines) laid out as P3 is on the Hub.
 
-    p3data export CACHE --out DIR [--format parquet|jsonl] [--mixture NAME] [--tasks REGEX]
+    p3data export CACHE --out DIR [--format parquet|jsonl]
+        [--shape p3|prompt-completion|messages] [--mixture NAME] [--tasks REGEX]
 
 Writes DIR/<task>/<split>-NNNNN-of-MMMMM.parquet for every task of the cache (or of the
 mixtures and task patterns given) and, last, the dataset card DIR/README.md, so that
 `datasets.load_dataset("DIR", "<task>")` and `load_dataset("parquet", data_dir="DIR/<task>")`
-load it. CACHE and DIR are folders or any fsspec URL (gs://, s3://); DIR is missing, empty or
+load it. --shape prompt-completion or messages writes TRL's standard rows instead of P3's
+columns (`prompt` and `completion`, or a user turn and an assistant turn: the cache's texts,
+exactly), each with a `provenance` struct, in source order, score-eval twins left out.
+CACHE and DIR are folders or any fsspec URL (gs://, s3://); DIR is missing, empty or
 an export p3data made (anything else, and the cache itself, is refused). Examples are streamed:
 memory stays flat whatever the cache's size. A rerun skips the task splits already exported
-with the same settings from the same cache and redoes the rest; one task's failure (a missing
-or corrupt file, a task the cache has not finished) does not stop the others; exit 1 if any
-failed. One run writes to DIR at a time (its lock DIR/.p3data-lock); --force takes over the
-lock of a run that is dead.
+with the same settings (format, shape, shard size) from the same cache and redoes the rest;
+one task's failure (a missing or corrupt file, a task the cache has not finished) does not
+stop the others; exit 1 if any failed. One run writes to DIR at a time (its lock
+DIR/.p3data-lock); --force takes over the lock of a run that is dead.
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     from p3data.export.exported import ExportSettings
     from p3data.export.folder import export_tasks
     from p3data.export.naming import CARD
-    from p3data.export.selection import select_tasks
+    from p3data.export.selection import select_tasks, training_tasks
+    from p3data.export.shapes import export_shape
     from p3data.lock import refuse_live_writer
     from p3data.progress import ProgressBar
     from p3data.read import open_cache
@@ -51,8 +56,14 @@ def run(args: argparse.Namespace) -> int:
     if lacking:
         print(f"[p3data export] the cache lacks {len(lacking):,} of the tasks asked for, e.g. "
               f"{lacking[0]}: they are not exported", file=sys.stderr)
+    if export_shape(args.shape).sft:
+        tasks, twins = training_tasks(tasks)
+        if twins:
+            print(f"[p3data export] {len(twins):,} score-eval twins left out, e.g. {twins[0]} "
+                  f"(one example per answer choice: not SFT data)", file=sys.stderr)
     out = fs.without_trailing_slash(args.out)
-    settings = ExportSettings(args.format, examples_per_shard=args.examples_per_shard)
+    settings = ExportSettings(args.format, shape=args.shape,
+                              examples_per_shard=args.examples_per_shard)
     expected = {task: _examples(cache, task) for task in tasks}
     with ProgressBar(expected, unit="examples", label="p3data export") as progress:
         outcomes = export_tasks(cache, tasks, out, settings=settings, force=args.force,
@@ -94,6 +105,7 @@ def summary(outcomes: Sequence[TaskExportOutcome], card: str) -> str:
 def register(commands: argparse._SubParsersAction) -> None:
     from p3data.export.exported import DEFAULT_EXAMPLES_PER_SHARD
     from p3data.export.formats import EXPORT_FORMATS
+    from p3data.export.shapes import EXPORT_SHAPES, P3
 
     parser = commands.add_parser(
         "export", help="write a cache as parquet or JSON lines with a dataset card",
@@ -103,6 +115,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="the folder to write (local or any fsspec URL)")
     parser.add_argument("--format", choices=list(EXPORT_FORMATS), default="parquet",
                         help="file format (default: parquet)")
+    parser.add_argument("--shape", choices=list(EXPORT_SHAPES), default=P3,
+                        help="the rows' columns: P3's (default), or TRL's standard "
+                             "prompt-completion or conversational messages, with provenance")
     parser.add_argument("--mixture", action="append", default=[], metavar="NAME",
                         help="export this mixture's tasks (repeatable), e.g. t0_train")
     parser.add_argument("--tasks", action="append", default=[], metavar="REGEX",

@@ -15,8 +15,14 @@ the rest. The card's `configs` (one per task, a file glob per split) and `datase
 `load_dataset("parquet", data_dir=out/task)` works too (it names splits by keyword: train,
 validation/val, test).
 
+`--shape prompt-completion` or `messages` writes TRL's standard rows instead of P3's columns
+(the cache's texts exactly, a `provenance` struct on each, in source order), and the card a
+config `all_tasks` of every task together.
+
 Bottom up: `naming` (file names), `schema` (features as typed columns), `parquet` and `jsonl`
-(a writer per format), `formats` (the formats registered: name, extension, writer), `exported`
+(a writer per format), `formats` (the formats registered: name, extension, writer),
+`provenance` (where each example came from, as far as the cache records it), `shapes` (the
+row shapes registered: P3's columns, TRL's prompt-completion and messages), `exported`
 (settings, and what each task folder says was exported), `card` (README.md),
 `selection` (which tasks), `task` (one task's splits), `folder` (the folder as a whole: where
 p3data may write, and the run over all tasks).

@@ -12,6 +12,7 @@ from p3data import fs
 from p3data.export.formats import export_format
 from p3data.export.naming import EXPORTED
 from p3data.export.schema import FeatureSpec
+from p3data.export.shapes import P3
 
 EXPORT_VERSION = 1  # bump when the bytes written for the same settings change
 DEFAULT_EXAMPLES_PER_SHARD = 500_000
@@ -22,6 +23,7 @@ class ExportSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """How files are cut and encoded: a rerun with other settings exports a task anew."""
 
     format: str  # a name in `formats.EXPORT_FORMATS`
+    shape: str = P3  # a name in `shapes.EXPORT_SHAPES`: which columns rows have
     examples_per_shard: int = DEFAULT_EXAMPLES_PER_SHARD
     row_group_examples: int = ROW_GROUP_EXAMPLES
     version: int = EXPORT_VERSION
@@ -31,10 +33,12 @@ class ExportSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return export_format(self.format).extension
 
 
-class ExportedSplit(msgspec.Struct, frozen=True):
+class ExportedSplit(msgspec.Struct, frozen=True, omit_defaults=True):
     examples: int
     num_bytes: int  # the split's size in Arrow, as `datasets` cards count it
     files: dict[str, int]  # name -> bytes
+    # An SFT shape's: the provenance fields the cache does not know for this split's rows.
+    unknown: tuple[str, ...] = ()
 
 
 class ExportedTask(msgspec.Struct, frozen=True):

@@ -19,6 +19,7 @@ from p3data.errors import P3DataError
 from p3data.export.card import TITLE, card_text
 from p3data.export.exported import ExportSettings, complete_exports
 from p3data.export.naming import CARD, EXPORTED
+from p3data.export.shapes import P3
 from p3data.export.task import ExamplesWritten, TaskExportOutcome, export_task
 from p3data.lock import LOCK
 
@@ -58,13 +59,16 @@ def export_tasks(cache: CacheReader, tasks: Sequence[str], out: str, *, settings
 
 
 def _refuse_mixed_formats(out: str, tasks: Sequence[str], settings: ExportSettings) -> None:
-    """One card loads one format: a folder holding tasks in another format (other than those
-    this run exports anew) is not one to add to."""
+    """One card loads one format of one shape: a folder holding tasks in another (other than
+    those this run exports anew) is not one to add to."""
+    def kind(s: ExportSettings) -> str:
+        return s.format if s.shape == P3 else f"{s.format} of shape {s.shape}"
+
     other = [r.task for r in complete_exports(out)
-             if r.settings.format != settings.format and r.task not in set(tasks)]
+             if kind(r.settings) != kind(settings) and r.task not in set(tasks)]
     if other:
-        raise P3DataError(f"{out} holds tasks exported as another format (e.g. {other[0]}); "
-                          f"export {settings.format} to another folder")
+        raise P3DataError(f"{out} holds tasks exported as another format or shape (e.g. "
+                          f"{other[0]}); export {kind(settings)} to another folder")
 
 
 def _one_line(err: BaseException) -> str:

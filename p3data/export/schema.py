@@ -72,14 +72,15 @@ def _arrow_type(spec: FeatureSpec) -> pa.DataType:
 
 def record_batch(examples: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
     """Examples as the reader yields them, in columns of `schema`'s types: token lists go in
-    as one concatenated buffer and offsets, not value by value."""
+    as one concatenated buffer and offsets, not value by value; the rest (texts, the SFT
+    shapes' turns and provenance) value by value."""
     import numpy as np
     import pyarrow as pa
 
     columns = []
     for field in schema:
         values = [example[field.name] for example in examples]
-        if pa.types.is_list(field.type) and not pa.types.is_string(field.type.value_type):
+        if pa.types.is_list(field.type) and _numeric(field.type.value_type):
             item = field.type.value_type.to_pandas_dtype()
             offsets = np.zeros(len(values) + 1, dtype=np.int32)
             np.cumsum([len(v) for v in values], out=offsets[1:])
@@ -89,3 +90,10 @@ def record_batch(examples: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa
         else:
             columns.append(pa.array(values, type=field.type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _numeric(value_type: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    return (pa.types.is_integer(value_type) or pa.types.is_floating(value_type)
+            or pa.types.is_boolean(value_type))

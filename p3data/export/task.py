@@ -24,12 +24,16 @@ from p3data.export.exported import (
 )
 from p3data.export.formats import RowWriter, export_format, is_export_file
 from p3data.export.naming import export_file_name, split_order
+from p3data.export.provenance import split_provenance
 from p3data.export.schema import ExportError, export_arrow_schema, task_specs
+from p3data.export.selection import score_eval_twin
+from p3data.export.shapes import export_shape
 from p3data.format.layout import info_name, stats_name
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from p3data.format.manifest import Manifest
     from p3data.read import CacheReader, TaskSplit
 
 ROW_GROUP_BYTES = 64 << 20  # a row group also ends once its values hold about this much
@@ -51,6 +55,10 @@ def export_task(cache: CacheReader, task: str, out: str, *, settings: ExportSett
                 on_examples: ExamplesWritten = lambda n: None) -> TaskExportOutcome:
     """Export one task's splits into `out/<task>/`, keeping the splits that a previous run
     with the same settings, from the same cache files, completed."""
+    shape = export_shape(settings.shape)
+    if shape.sft and score_eval_twin(task):  # the command line leaves them out beforehand
+        raise ExportError(f"{task}: a score-eval twin, one example per answer choice, is not "
+                          "SFT data; export it in shape p3")
     folder = fs.join(out, task)
     splits = {split: cache.split(task, split)
               for split in sorted(cache.splits(task), key=split_order)}
@@ -63,6 +71,7 @@ def export_task(cache: CacheReader, task: str, out: str, *, settings: ExportSett
     if same and previous.complete and done.keys() == splits.keys():
         return TaskExportOutcome(task, "already exported", previous)
     specs = task_specs(task, {split: ts.features for split, ts in splits.items()})
+    schema = shape.arrow_schema() if shape.sft else export_arrow_schema(specs)
     exported = ExportedTask(task, settings, source, specs, done, complete=False)
     write_exported(folder, exported)  # first: what the folder holds is no longer complete
     kept = {name for split in done.values() for name in split.files}
@@ -71,7 +80,8 @@ def export_task(cache: CacheReader, task: str, out: str, *, settings: ExportSett
     for split, ts in splits.items():
         if split not in done:
             written = export_split(ts, folder, split=split, task=task, settings=settings,
-                                   schema=export_arrow_schema(specs), on_examples=on_examples)
+                                   schema=schema, manifest=cache.manifest(task),
+                                   on_examples=on_examples)
             exported = msgspec.structs.replace(exported,
                                                splits={**exported.splits, split: written})
             write_exported(folder, exported)
@@ -82,15 +92,18 @@ def export_task(cache: CacheReader, task: str, out: str, *, settings: ExportSett
 
 
 def export_split(ts: TaskSplit, folder: str, *, split: str, task: str, schema: pa.Schema,
-                 settings: ExportSettings, on_examples: ExamplesWritten) -> ExportedSplit:
-    """Write one split's shards under temporary names, then rename them all into place. An
-    empty split has no file (P3 has none either): `datasets` fails on a split without rows."""
+                 settings: ExportSettings, manifest: Manifest | None,
+                 on_examples: ExamplesWritten) -> ExportedSplit:
+    """Write one split's shards, rows in the settings' shape, under temporary names, then
+    rename them all into place. An empty split has no file (P3 has none either): `datasets`
+    fails on a split without rows."""
     expected = len(ts)
     count = math.ceil(expected / settings.examples_per_shard)
     names = [export_file_name(split, i, count, settings.extension) for i in range(count)]
     temporaries = {name: fs.join(folder, fs.temporary_name(name)) for name in names}
     fs.makedirs(folder)
-    examples = iter(ts.examples())
+    shape = export_shape(settings.shape)
+    examples = iter(shape.rows(ts, manifest))
     num_bytes = written = 0
     try:
         for name in names:
@@ -110,7 +123,8 @@ def export_split(ts: TaskSplit, folder: str, *, split: str, task: str, schema: p
     except BaseException:
         fs.delete(list(temporaries.values()))
         raise
-    return ExportedSplit(examples=written, num_bytes=num_bytes, files=sizes)
+    unknown = split_provenance(ts, manifest).unknown if shape.sft else ()
+    return ExportedSplit(examples=written, num_bytes=num_bytes, files=sizes, unknown=unknown)
 
 
 def source_identity(cache: CacheReader, task: str, splits: Mapping[str, TaskSplit]
@@ -149,13 +163,24 @@ def _row_groups(examples: Iterable[Mapping[str, Any]], limit: int
     size = 0
     for example in examples:
         group.append(example)
-        size += sum(len(v) if isinstance(v, str) else getattr(v, "nbytes", 8)
-                    for v in example.values())
+        size += _size(example)
         if len(group) >= limit or size >= ROW_GROUP_BYTES:
             yield group
             group, size = [], 0
     if group:
         yield group
+
+
+def _size(value: Any) -> int:
+    """About the bytes a row's value holds: texts, arrays, and the SFT shapes' turns and
+    provenance, value by value."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, Mapping):
+        return sum(map(_size, value.values()))
+    if isinstance(value, list | tuple):
+        return sum(map(_size, value))
+    return getattr(value, "nbytes", 8)
 
 
 @contextlib.contextmanager

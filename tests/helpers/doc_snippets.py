@@ -62,6 +62,10 @@ def matches(expected: tuple[str, ...], got: list[str]) -> bool:
 
 README_SNIPPETS = snippets(section((ROOT / "README.md").read_text(), SECTION))
 SNIPPETS = README_SNIPPETS + snippets((ROOT / TRAINING_DOC).read_text())
+# The TRL recipe's commands (exports in TRL's shapes, and SFTTrainer on each): run as written
+# by tests/test_trainer_trl.py, which also asserts that the loss falls.
+TRL_SNIPPETS = [s for s in SNIPPETS if s.kind == "shell"
+                and ("--shape" in s.code or "trl_sft.py" in s.code)]
 
 
 def make_workdir(folder: Path, demo_cache: Path) -> Path:
