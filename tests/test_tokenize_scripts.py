@@ -212,3 +212,23 @@ def test_raw_text_is_cut_after_a_mark_only_where_no_piece_rule_or_user_piece_hol
     forced = Tokenizer(ruled, MT5.extra_ids)
     forced.memo.raw_cuts = RawCuts("。", processor.normalize, ascii_sentences=False)
     assert forced.encode(texts) != processor.encode(texts)  # what cutting there would give
+
+
+def test_raw_cuts_after_marks_and_sentence_ends_keep_sentencepieces_ids(loaded):
+    """Texts of every script whose sentences meet at every kind of cut and near-cut (". ",
+    "." and "。" without a space, marks at a text's ends, runs of marks, spaces and newlines
+    after them), in batches whose texts share runs: SentencePiece's ids."""
+    rng = random.Random(5)
+    lines = [line for script in sorted(SENTENCES) for line in SENTENCES[script]]
+    joints = [". ", ".", "。", "。 ", "! ", "!", "।", "। ", " ", "\n", "", "。。", ". . ", "\u3000"]
+    texts = []
+    for _ in range(300):
+        parts = [line.rstrip(".。!।") for line in rng.choices(lines, k=rng.randint(1, 8))]
+        text = "".join(part + rng.choice(joints) for part in parts)
+        texts += [text, *(prompt.format(text) for prompt in rng.sample(PROMPTS, k=2))]
+    for model_name in ("trained", "mt5_sized", "byte_fallback"):
+        processor, tokenizer = loaded[model_name]
+        assert set(".。!") & set(tokenizer.memo.raw_cuts.marks), model_name
+        assert [ids for start in range(0, len(texts), 60)
+                for ids in tokenizer.encode(texts[start:start + 60])] == processor.encode(
+                    texts, num_threads=1), model_name

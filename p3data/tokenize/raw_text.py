@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from operator import add
 
 from p3data.tokenize.checks import RAW_SENTENCE_END, WORD_START
 
 _WHOLE, _BEHIND, _RUN = "\0", "\1", "\2"
+_CUT = _WHOLE  # where `sentences` cuts a run (which holds no flag)
 _FLAGGED = re.compile("[\0-\2]")
 
 
@@ -37,7 +37,9 @@ class RawCuts:
         self.marks = marks
         self._cut = re.compile("|".join([re.escape(RAW_SENTENCE_END),
                                          *([f"[{re.escape(marks)}]"] if marks else [])]))
-        self._split = re.compile(f"({self._cut.pattern})").split
+        # ". " as `sentences` cuts it: after "." and its cut as a mark, if it is one
+        self._sentence_end_cut = ((f"{_CUT}{_BEHIND}{RAW_SENTENCE_END}", _CUT) if "." in marks
+                                  else (RAW_SENTENCE_END, "." + _CUT))
         self._normalize = normalize
         self.ascii_sentences = ascii_sentences
 
@@ -62,14 +64,15 @@ class RawCuts:
         return [head, _RUN + _behind(first) + text[first.end():last + 1], rest]
 
     def sentences(self, run: str) -> list[str]:
-        """The keys of a run's pieces, in order."""
+        """The keys of a run's pieces, in order: its text with each cut marked (in C: a mark
+        followed by a cut and itself behind, ". " made "." and a cut), split at the cuts."""
         key = run[1:]
         behind, body = (key[:2], key[2:]) if key.startswith(_BEHIND) else ("", key)
-        texts = self._split(body)  # pieces and the cuts between them, alternately
-        cuts = texts[1::2]
-        befores = [behind, *(_BEHIND + cut if cut != RAW_SENTENCE_END else "" for cut in cuts)]
-        keys = list(map(add, befores, map(add, texts[0::2], [cut[0] for cut in cuts] + [""])))
-        return keys if texts[-1] else keys[:-1]  # a run ends at its last cut's mark
+        for mark in self.marks:
+            body = body.replace(mark, mark + _CUT + _BEHIND + mark)
+        body = body.replace(*self._sentence_end_cut)
+        keys = (behind + body).split(_CUT)
+        return keys[:-1] if keys[-1].startswith(_BEHIND) and len(keys[-1]) == 2 else keys
 
     def normalized(self, keys: list[str]) -> list[str]:
         """Each piece's normalized text as it stands in the whole text: it starts with ▁ if
