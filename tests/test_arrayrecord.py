@@ -141,10 +141,3 @@ def test_peek_and_report_read_it_as_the_tfrecord_cache(builds, tmp_path):
         reports.append(Path(f"{out}.md").read_text().replace(shard_format, "F"))
     assert reports[0] == reports[1]
 
-
-def test_an_object_store_output_is_refused_in_one_line():
-    result = run_p3data(["cache", "--tasks", TASKS[0], "--samples", "--shard-format",
-                         "arrayrecord", "--output-dir", "gs://bucket/cache"])
-    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0, result.stderr
-    assert "gs://bucket/cache: ArrayRecord shards are read and written on this machine's disk" \
-        in result.stderr
