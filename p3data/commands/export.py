@@ -1,6 +1,7 @@
 """`p3data export`: a cache as parquet (or JSON lines) laid out as P3 is on the Hub.
 
     p3data export CACHE --out DIR [--format parquet|jsonl] [--mixture NAME] [--tasks REGEX]
+    p3data export CACHE --out DIR --format arrayrecord [--mixture NAME] [--tasks REGEX]
 
 Writes DIR/<task>/<split>-NNNNN-of-MMMMM.parquet for every task of the cache (or of the
 mixtures and task patterns given) and, last, the dataset card DIR/README.md, so that
@@ -12,6 +13,11 @@ with the same settings from the same cache and redoes the rest; one task's failu
 or corrupt file, a task the cache has not finished) does not stop the others; exit 1 if any
 failed. One run writes to DIR at a time (its lock DIR/.p3data-lock); --force takes over the
 lock of a run that is dead.
+
+--format arrayrecord converts a TFRecord cache (p3data's, seqio's, or a downloaded P3's) into
+an ArrayRecord cache in DIR without rebuilding: the records, info and stats JSON and manifest
+`p3data cache --shard-format arrayrecord` writes. DIR is missing, empty or a cache; reruns
+skip the tasks already converted; exit 1 if any task failed.
 """
 
 from __future__ import annotations
@@ -31,9 +37,13 @@ if TYPE_CHECKING:
     from p3data.read import CacheReader
 
 KINDS = ("exported", "already exported", "failed")
+# Shard formats a TFRecord cache is converted to (a cache, not rows: `p3data/export/convert.py`)
+CONVERTED = ("arrayrecord",)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.format in CONVERTED:
+        return _convert(args)
     from p3data import fs
     from p3data.export.exported import ExportSettings
     from p3data.export.folder import export_tasks
@@ -59,6 +69,29 @@ def run(args: argparse.Namespace) -> int:
                                 on_task=lambda outcome: progress.finish(outcome.task),
                                 on_examples=progress.advance)
     print(summary(outcomes, fs.join(out, CARD)))
+    return 1 if any(o.status == "failed" for o in outcomes) else 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    """A TFRecord cache (p3data's, seqio's, a downloaded P3) as a cache of another format."""
+    from p3data import fs
+    from p3data.export.convert import convert_tasks, summary
+    from p3data.export.selection import select_tasks
+    from p3data.format.arrayrecord_shards import package
+    from p3data.format.shard_format import shard_format
+    from p3data.lock import refuse_live_writer
+    from p3data.read import open_cache
+
+    package()  # or one line naming the extra
+    refuse_live_writer(cache_root(args.cache))
+    cache = open_cache(cache_root(args.cache))
+    tasks, lacking = select_tasks(cache.tasks + cache.unfinished, args.mixture, args.tasks)
+    if lacking:
+        print(f"[p3data export] the cache lacks {len(lacking):,} of the tasks asked for, e.g. "
+              f"{lacking[0]}: they are not converted", file=sys.stderr)
+    outcomes = convert_tasks(cache, tasks, fs.without_trailing_slash(args.out),
+                             shard_format=shard_format(args.format), force=args.force)
+    print(summary(outcomes))
     return 1 if any(o.status == "failed" for o in outcomes) else 0
 
 
@@ -101,8 +134,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("cache", metavar="CACHE", help="the cache root (local or gs://)")
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="the folder to write (local or any fsspec URL)")
-    parser.add_argument("--format", choices=list(EXPORT_FORMATS), default="parquet",
-                        help="file format (default: parquet)")
+    parser.add_argument("--format", choices=[*EXPORT_FORMATS, *CONVERTED], default="parquet",
+                        help="file format (default: parquet); arrayrecord: the TFRecord cache "
+                             "(or P3's download) as a cache of ArrayRecord shards, not rebuilt")
     parser.add_argument("--mixture", action="append", default=[], metavar="NAME",
                         help="export this mixture's tasks (repeatable), e.g. t0_train")
     parser.add_argument("--tasks", action="append", default=[], metavar="REGEX",
