@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from p3data.builder.driver import run_cache
     from p3data.builder.jobs import CacheConfig
     from p3data.builder.summary import summary_table
+    from p3data.format.shard_format import SHARD_FORMATS
     from p3data.taskset import load_definitions, one_vocabulary
     from p3data.vocab import read_vocabulary
 
@@ -80,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
         if workers := remote_workers(pipeline):
             _check_shared(_worker_paths(args, config, specs), workers)
         check_submission_client(pipeline)
-        if wheel := stage_p3data(pipeline, Path(staging)):
+        extra = SHARD_FORMATS[args.shard_format].extra  # what its workers write with
+        if wheel := stage_p3data(pipeline, Path(staging), extras=[extra] if extra else []):
             print(f"[p3data cache] staging p3data {__version__} for Dataflow's workers: "
                   f"{wheel.name} (--extra_package; --setup_file, --extra_package or "
                   "--sdk_container_image stage your own instead)", file=stream, flush=True)

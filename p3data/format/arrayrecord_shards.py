@@ -27,7 +27,7 @@ WRITER_OPTIONS = "group_size:1,snappy"  # docs/commands.md: why snappy
 BATCH = 512  # records read at a time in order
 BLOCK = 8 << 20  # bytes copied at a time to or from a local copy
 T = TypeVar("T")
-EXTRA = "pip install 'p3data[arrayrecord]'"
+EXTRA = "arrayrecord"  # p3data's extra installing array_record
 
 
 def package():
@@ -35,13 +35,15 @@ def package():
     try:
         from array_record.python import array_record_module
     except ImportError:
-        raise P3DataError(f"ArrayRecord shards need the array_record package: {EXTRA}") from None
+        raise P3DataError(f"ArrayRecord shards need the array_record package: pip install "
+                         f"'p3data[{EXTRA}]'") from None
     return array_record_module
 
 
 class ArrayRecordShards:
     name = "arrayrecord"
     infix = "array_record"
+    extra = EXTRA
 
     @staticmethod
     def writers(paths: Sequence[str], *, later: bool = False
