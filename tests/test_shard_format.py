@@ -5,6 +5,7 @@ damage named by file and record."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import tempfile
@@ -110,3 +111,18 @@ def test_a_shard_off_this_machines_disk(shard_format, tmp_path, monkeypatch):
         raise RuntimeError("the worker died")
     assert not fs.exists(other)
     assert not list((tmp_path / "tmp").iterdir())
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+def test_a_full_disk_under_arrayrecords_writer_is_the_oserror_of_any_write():
+    """array_record tells a refused write only as its writer closes, in words: it is the
+    `OSError` (ENOSPC) naming the shard that any other file's write raises, which a build
+    says in one line (`errors.storage_refusal`)."""
+    from p3data.errors import storage_refusal
+    from p3data.format.arrayrecord_shards import _writer, _written
+
+    shard = "/cache/task/train.array_record-00000-of-00001"
+    with pytest.raises(OSError) as caught, _written(shard, _writer("/dev/full")) as sink:
+        sink.write(frame(b"x" * 100_000))
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == shard
+    assert storage_refusal(caught.value) == "no space left on the device writing in /cache/task"
