@@ -30,7 +30,7 @@ from p3data.builder.fingerprint import in_shard_format
 from p3data.builder.folder import check_output_folder
 from p3data.errors import P3DataError
 from p3data.format import layout
-from p3data.format.manifest import Manifest, read_manifest, write_manifest
+from p3data.format.manifest import Manifest, read_manifest, write_manifest, write_p3_index
 from p3data.format.shard_format import ShardFormat, format_of, shard_name
 from p3data.format.tfrecord import frame
 from p3data.format.tfrecord_shards import TFRECORD
@@ -73,7 +73,20 @@ def convert_tasks(cache: CacheReader, tasks: Sequence[str], out: str, *,
                 outcome = Converted(task, "failed", reason=" ".join(str(err).split()))
             on_task(outcome)
             converted.append(outcome)
+        _index(cache.root, out)
     return converted
+
+
+def _index(root: str, out: str) -> None:
+    """P3's layout's index of split sizes, if the cache has one: made from the converted
+    tasks' manifests as a build makes it; a download of P3's, which has none, copied."""
+    index = fs.join(root, layout.P3_INDEX)
+    if not fs.exists(index):
+        return
+    if fs.glob(fs.join(out, "data", "*", layout.MANIFEST)):
+        write_p3_index(out)
+    else:
+        fs.write_bytes(fs.join(out, layout.P3_INDEX), fs.read_bytes(index))
 
 
 def summary(outcomes: Sequence[Converted]) -> str:
