@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import uuid
 from pathlib import Path
 
 import grain.python as grain
@@ -15,6 +16,7 @@ from array_record.python.array_record_module import ArrayRecordReader
 from helpers.cache import run_cache, tree
 from helpers.command_server import run_p3data
 
+from p3data import fs
 from p3data.errors import P3DataError
 from p3data.format.arrayrecord_shards import ARRAYRECORD, package
 from p3data.format.manifest import read_manifest
@@ -238,3 +240,22 @@ def test_a_folder_not_a_cache_and_the_cache_itself_are_refused(builds, tmp_path,
     assert ("neither empty nor a p3data cache" if where == "foreign" else
             "is, is inside or holds the cache") in result.stderr
     assert not out.exists() or sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_a_cache_off_this_machines_disk_reads_from_local_copies(builds):
+    """On memory:// (as on gs://, which array_record cannot open): `p3data.read` reads each
+    shard from a local copy, in order (threads reading ahead) and by number, as on disk."""
+    root = f"memory://arrayrecord-{uuid.uuid4().hex}"
+    fs.write_files({f"{root}/{path.relative_to(builds['arrayrecord'])}": path.read_bytes()
+                    for path in builds["arrayrecord"].rglob("*") if path.is_file()})
+    try:
+        remote, local = open_cache(root), open_cache(str(builds["arrayrecord"]))
+        for task in TASKS:
+            for split in local.splits(task):
+                ours, theirs = remote.split(task, split), local.split(task, split)
+                assert ours.shards[0].startswith("memory://")
+                assert [repr(e) for e in ours.examples(workers=3)] == [repr(e) for e in theirs]
+                numbers = range(len(theirs))[::-1]
+                assert [repr(ours[n]) for n in numbers] == [repr(theirs[n]) for n in numbers]
+    finally:
+        fs.delete_tree(root)
