@@ -6,7 +6,9 @@ tasks, generated rows, one DirectRunner worker) with `--shard-format tfrecord` a
 most 1.1x TFRecord). Then, on each set's largest task split: random access on a shuffled
 index, per second: serialized records through grain's `ArrayRecordDataSource` against decoded
 examples through `p3data.read`'s indexed TFRecord access (and its ArrayRecord access), and
-sequential reading of each (target: grain's random access at least p3data.read's).
+sequential reading of each (target: grain's random access at least p3data.read's). Last,
+`p3data export --format arrayrecord` of the TFRecord cache: its CPU against the ArrayRecord
+build's, and whether it wrote the same files.
 
     .venv/bin/python benchmarks/arrayrecord.py [--rows 20000] [--short-rows 20000]
 """
@@ -17,12 +19,13 @@ import argparse
 import json
 import os
 import random
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
 import grain.python as grain
-from cache_vs_stock import SHORT, ours_build, zero_shot
+from cache_vs_stock import BIN, SHORT, measure, ours_build, zero_shot
 from common import write_mirror
 from long_text import LONG
 
@@ -69,6 +72,21 @@ def reading(caches: dict[str, Path]) -> None:
           f"{grain_random / tfrecord_random:.2f}x (target: at least 1x)")
 
 
+def conversion(caches: dict[str, Path], work: Path, build_cpu: float) -> None:
+    """The TFRecord cache converted to ArrayRecord shards, against building them."""
+    out = work / "cache-converted"
+    shutil.rmtree(out, ignore_errors=True)
+    wall, cpu, _ = measure([str(BIN / "p3data"), "export", str(caches["tfrecord"]), "--out",
+                            str(out), "--format", "arrayrecord"], dict(os.environ))
+    files = {path.relative_to(out): path.read_bytes() for path in out.rglob("*")
+             if path.is_file()}
+    built = {path.relative_to(caches["arrayrecord"]): path.read_bytes()
+             for path in caches["arrayrecord"].rglob("*") if path.is_file()}
+    print(f"  export --format arrayrecord of the TFRecord cache: {wall:.1f} s wall, {cpu:.1f} "
+          f"CPU-s, {cpu / build_cpu:.2f}x the ArrayRecord build's CPU; the build's files, "
+          f"byte for byte: {files == built}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=20_000, help="rows per long-text dataset")
@@ -90,6 +108,7 @@ def main() -> None:
         print(f"  build CPU, ArrayRecord / TFRecord: {cpu['arrayrecord'] / cpu['tfrecord']:.2f}x "
               "(target: at most 1.1x)")
         reading(caches)
+        conversion(caches, work, cpu["arrayrecord"])
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 disk: T0's 74 super_glue rte/cb/copa tasks from the bundled samples, with the vocabulary and
 Beam's temp_location on gs:// too.
 
-    .venv/bin/python benchmarks/object_storage.py [--runs 3]
+    .venv/bin/python benchmarks/object_storage.py [--runs 3] [--shard-format arrayrecord]
 
 The runs alternate, local then gs://, so the machine's load hits both alike; each gs:// run
 gets a newly started server and a new bucket (fake-gcs-server's memory backend scans a
@@ -50,15 +50,15 @@ def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     return time.monotonic() - start, usage.ru_utime + usage.ru_stime
 
 
-def local_build() -> float:
+def local_build(options: list[str]) -> float:
     with tempfile.TemporaryDirectory(prefix="p3data-bench-") as folder:
-        wall, cpu = timed([P3DATA, *BUILD, "--vocab", str(SAMPLE_VOCAB), "--output-dir",
-                           f"{folder}/cache"], dict(os.environ))
+        wall, cpu = timed([P3DATA, *BUILD, *options, "--vocab", str(SAMPLE_VOCAB),
+                           "--output-dir", f"{folder}/cache"], dict(os.environ))
     print(f"local  wall {wall:5.1f} s  CPU {cpu:4.1f} s", flush=True)
     return wall
 
 
-def gs_build() -> float:
+def gs_build(options: list[str]) -> float:
     with tempfile.TemporaryDirectory(prefix="p3data-bench-gcs-") as folder:
         server = GcsServer(Path(folder))
         server.start()
@@ -67,7 +67,7 @@ def gs_build() -> float:
             bucket = server.create_bucket("bench")
             fs.write_bytes(f"{bucket}/vocab/{SAMPLE_VOCAB.name}", SAMPLE_VOCAB.read_bytes())
             with server.counting() as count:
-                wall, cpu = timed([P3DATA, *BUILD, "--vocab",
+                wall, cpu = timed([P3DATA, *BUILD, *options, "--vocab",
                                    f"{bucket}/vocab/{SAMPLE_VOCAB.name}", "--output-dir",
                                    f"{bucket}/cache", f"--temp_location={bucket}/beam-temp"],
                                   dict(os.environ))
@@ -90,12 +90,15 @@ def _cpu_seconds(server: GcsServer) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    runs = parser.parse_args().runs
+    parser.add_argument("--shard-format", choices=("tfrecord", "arrayrecord"),
+                        default="tfrecord")
+    args = parser.parse_args()
+    runs, options = args.runs, ["--shard-format", args.shard_format]
     local, remote = [], []
     for _ in range(runs):
         print("load average: " + " ".join(f"{x:.1f}" for x in os.getloadavg()), flush=True)
-        local.append(local_build())
-        remote.append(gs_build())
+        local.append(local_build(options))
+        remote.append(gs_build(options))
     ratio = statistics.median(remote) / statistics.median(local)
     print(f"median wall: local {statistics.median(local):.1f} s, gs:// "
           f"{statistics.median(remote):.1f} s: {ratio:.2f}x; run by run: "

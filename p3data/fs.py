@@ -24,6 +24,7 @@ from typing import BinaryIO
 
 import fsspec
 from fsspec import AbstractFileSystem
+from fsspec.implementations.local import LocalFileSystem
 
 from p3data.errors import P3DataError
 from p3data.object_store import (
@@ -72,6 +73,13 @@ def machine_local(path: str) -> bool:
     """Whether only this machine's processes can open `path`: a local path or file://, and
     memory:// (each process its own)."""
     return fsspec.core.split_protocol(path)[0] in (None, "file", "local", "memory")
+
+
+def on_local_disk(path: str) -> str | None:
+    """`path` as this machine's disk spells it, for code that opens files by name itself
+    (numpy, ArrayRecord); None if it is elsewhere (gs://, memory://)."""
+    filesystem, local = resolve(path)
+    return local if isinstance(filesystem, LocalFileSystem) else None
 
 
 def join(*parts: str) -> str:

@@ -7,7 +7,8 @@ is the installed package's files and its metadata, zipped. The files are read fr
 folders as Python imports them, so a regular and an editable install stage the same wheel as
 `pip wheel` of the source would (setup.cfg maps two packages from elsewhere in a source tree).
 Workers install a staged package without extras, so the wheel requires what the builder
-extra requires, unconditionally.
+extra requires, unconditionally, and what the extras a job asks for require (a shard format's:
+ArrayRecord's workers write with array_record).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 NAME = "p3data"
@@ -40,27 +42,31 @@ def package_files() -> dict[str, Path]:
     return files
 
 
-def worker_requirements(requires: list[str]) -> list[str]:
-    """The distribution's requirements as workers need them: its own and the builder's."""
+def worker_requirements(requires: list[str], extras: Sequence[str] = ()) -> list[str]:
+    """The distribution's requirements as workers need them: its own, the builder's and
+    those of `extras`."""
+    wanted = {BUILDER_EXTRA, *(f'extra == "{extra}"' for extra in extras)}
     kept = []
     for requirement in requires:
         name, _, marker = (part.strip() for part in requirement.partition(";"))
-        if not marker or marker == BUILDER_EXTRA:
+        if not marker or marker in wanted:
             kept.append(name)
         elif "extra ==" not in marker:
             kept.append(requirement)
     return kept
 
 
-def build_wheel(folder: Path) -> Path:
-    """The installed p3data as a wheel in `folder`; returns its path."""
+def build_wheel(folder: Path, *, extras: Sequence[str] = ()) -> Path:
+    """The installed p3data as a wheel in `folder`, requiring what `extras` require too;
+    returns its path."""
     distribution = importlib.metadata.distribution(NAME)
     version = distribution.version
     info = f"{NAME}-{version}.dist-info"
     metadata = ["Metadata-Version: 2.1", f"Name: {NAME}", f"Version: {version}"]
     if python := distribution.metadata.get("Requires-Python"):
         metadata.append(f"Requires-Python: {python}")
-    metadata += [f"Requires-Dist: {r}" for r in worker_requirements(distribution.requires or [])]
+    metadata += [f"Requires-Dist: {r}"
+                 for r in worker_requirements(distribution.requires or [], extras)]
     contents = {name: path.read_bytes() for name, path in package_files().items()}
     contents[f"{info}/METADATA"] = ("\n".join(metadata) + "\n").encode()
     contents[f"{info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: p3data.staging\n"

@@ -14,7 +14,7 @@ gs://. Dataflow's workers also need p3data itself: it is staged with the job.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -47,10 +47,12 @@ def remote_workers(pipeline: beam.Pipeline) -> str | None:
     return None
 
 
-def stage_p3data(pipeline: beam.Pipeline, folder: Path) -> Path | None:
+def stage_p3data(pipeline: beam.Pipeline, folder: Path, *,
+                 extras: Sequence[str] = ()) -> Path | None:
     """On Dataflow, unless the job brings its own code (--setup_file, --extra_package,
-    --sdk_container_image): p3data's wheel (`p3data.staging`), made in `folder` and staged
-    as an --extra_package, which Dataflow's workers install before they start. Returns it."""
+    --sdk_container_image): p3data's wheel (`p3data.staging`), requiring what `extras`
+    require too, made in `folder` and staged as an --extra_package, which Dataflow's workers
+    install before they start. Returns it."""
     if not _is(pipeline, "DataflowRunner"):
         return None
     setup, worker = (pipeline.options.view_as(SetupOptions),
@@ -58,7 +60,7 @@ def stage_p3data(pipeline: beam.Pipeline, folder: Path) -> Path | None:
     if (setup.setup_file or setup.extra_packages or worker.sdk_container_image
             or worker.worker_harness_container_image):
         return None
-    wheel = build_wheel(folder)
+    wheel = build_wheel(folder, extras=extras)
     setup.extra_packages = [str(wheel)]
     return wheel
 

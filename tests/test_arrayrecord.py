@@ -7,14 +7,16 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import uuid
 from pathlib import Path
 
 import grain.python as grain
 import pytest
 from array_record.python.array_record_module import ArrayRecordReader
-from helpers.cache import run_cache
+from helpers.cache import run_cache, tree
 from helpers.command_server import run_p3data
 
+from p3data import fs
 from p3data.errors import P3DataError
 from p3data.format.arrayrecord_shards import ARRAYRECORD, package
 from p3data.format.manifest import read_manifest
@@ -138,13 +140,122 @@ def test_peek_and_report_read_it_as_the_tfrecord_cache(builds, tmp_path):
         result = run_p3data(["report", str(builds[shard_format]), "--out", f"{out}.html",
                              "--markdown", f"{out}.md"])
         assert result.returncode == 0, result.stderr[-2000:]
-        reports.append(Path(f"{out}.md").read_text().replace(shard_format, "F"))
+        text = Path(f"{out}.md").read_text().replace(str(builds[shard_format]), "CACHE")
+        reports.append(text.replace(shard_format, "F"))
     assert reports[0] == reports[1]
 
 
-def test_an_object_store_output_is_refused_in_one_line():
-    result = run_p3data(["cache", "--tasks", TASKS[0], "--samples", "--shard-format",
-                         "arrayrecord", "--output-dir", "gs://bucket/cache"])
+
+def convert(cache: Path, out: Path, *args: str):
+    return run_p3data(["export", str(cache), "--out", str(out), "--format", "arrayrecord",
+                       *args])
+
+
+def test_export_converts_the_tfrecord_cache_into_the_arrayrecord_build(builds, tmp_path):
+    """`export --format arrayrecord` writes, without rebuilding, the cache the build in that
+    format writes, byte for byte (records, info, stats, the manifest and its fingerprint):
+    verify passes, grain reads the TFRecord cache's records, a rerun converts nothing, and a
+    build of the same settings over it reuses every task."""
+    out = tmp_path / "converted"
+    result = convert(builds["tfrecord"], out)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "3 converted, 0 already converted, 0 failed" in result.stdout
+    assert tree(out) == tree(builds["arrayrecord"])
+    for tfrecord, arrayrecord in shard_pairs({"tfrecord": builds["tfrecord"],
+                                              "arrayrecord": out}):
+        with tfrecord.open("rb") as handle:
+            expected = list(read_shard(handle, str(tfrecord)))
+        source = grain.ArrayRecordDataSource([str(arrayrecord)])
+        assert [source[i] for i in range(len(source))] == expected, arrayrecord
+    assert run_p3data(["verify", str(out)]).returncode == 0
+    again = convert(builds["tfrecord"], out)
+    assert again.returncode == 0 and "0 converted, 3 already converted" in again.stdout
+    rebuilt = run_cache(out, "--tasks", PATTERN, "--shards", str(SHARDS), "--rows-per-shard",
+                        "4", "--shard-format", "arrayrecord")
+    assert "3 tasks: 0 to build" in rebuilt.stderr, rebuilt.stderr[-2000:]
+    assert tree(out) == tree(builds["arrayrecord"])
+
+
+def test_a_rerun_finishes_an_interrupted_conversion_and_a_failed_task_is_one_line(builds,
+                                                                                   tmp_path):
+    """A task left unsealed (a run killed while converting it) is converted again; a task
+    whose shard is damaged fails in one line naming it, exit 1, and is left unsealed, while
+    the others are converted."""
+    out = tmp_path / "converted"
+    assert convert(builds["tfrecord"], out).returncode == 0
+    (out / TASKS[1] / "COMPLETED").unlink()
+    shard = next((out / TASKS[1]).glob("train.array_record-*"))
+    shard.write_bytes(shard.read_bytes()[:100])
+    result = convert(builds["tfrecord"], out)
+    assert "1 converted, 2 already converted, 0 failed" in result.stdout, result.stdout
+    assert tree(out) == tree(builds["arrayrecord"])
+    cache = tmp_path / "damaged"
+    shutil.copytree(builds["tfrecord"], cache)
+    damaged = next((cache / TASKS[2]).glob("train.tfrecord-00001-*"))
+    data = bytearray(damaged.read_bytes())
+    data[30] ^= 1
+    damaged.write_bytes(bytes(data))
+    result = convert(cache, tmp_path / "other")
+    assert result.returncode == 1, result.stderr[-2000:]
+    failed = [line for line in result.stdout.splitlines() if line.startswith("FAILED")]
+    assert len(failed) == 1 and failed[0].startswith(f"FAILED {TASKS[2]}: {damaged}"), failed
+    assert "2 converted, 0 already converted, 1 failed" in result.stdout
+    assert not (tmp_path / "other" / TASKS[2] / "COMPLETED").exists()
+
+
+def test_a_download_of_p3_converts_without_a_manifest(builds, tmp_path):
+    """P3's layout (`data/<task>/`, seqio's files only: no manifest, no record index):
+    converted as it is; grain and `p3data.read` read the same examples."""
+    p3 = tmp_path / "p3"
+    for task in TASKS:
+        shutil.copytree(builds["tfrecord"] / task, p3 / "data" / task,
+                        ignore=shutil.ignore_patterns("manifest.json", "index.*"))
+    out = tmp_path / "converted"
+    result = convert(p3, out)
+    assert result.returncode == 0 and "3 converted" in result.stdout, result.stderr[-2000:]
+    folder = out / "data" / TASKS[0]
+    assert sorted(p.name for p in folder.iterdir() if ".array_record-" not in p.name) == sorted(
+        p.name for p in (p3 / "data" / TASKS[0]).iterdir() if ".tfrecord-" not in p.name)
+    for name in ("info.train.json", "stats.train.json"):
+        assert (folder / name).read_bytes() == (p3 / "data" / TASKS[0] / name).read_bytes()
+    source = grain.ArrayRecordDataSource(sorted(map(str, folder.glob("train.array_record-*"))))
+    ours, theirs = open_cache(str(out)), open_cache(str(builds["tfrecord"]))
+    assert len(source) == len(theirs.split(TASKS[0], "train"))
+    for task in TASKS:
+        assert [repr(e) for e in ours.split(task, "train")] == [
+            repr(e) for e in theirs.split(task, "train")]
+    assert convert(p3, out).stdout.count("already converted") == 4  # 3 tasks, and the total
+
+
+@pytest.mark.parametrize("where", ["foreign", "the cache"])
+def test_a_folder_not_a_cache_and_the_cache_itself_are_refused(builds, tmp_path, where):
+    out = tmp_path / "out"
+    if where == "foreign":
+        out.mkdir()
+        (out / "notes.txt").write_text("mine")
+    else:
+        out = builds["tfrecord"] / "inside"
+    result = convert(builds["tfrecord"], out)
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0, result.stderr
-    assert "gs://bucket/cache: ArrayRecord shards are read and written on this machine's disk" \
-        in result.stderr
+    assert ("neither empty nor a p3data cache" if where == "foreign" else
+            "is, is inside or holds the cache") in result.stderr
+    assert not out.exists() or sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+
+
+def test_a_cache_off_this_machines_disk_reads_from_local_copies(builds):
+    """On memory:// (as on gs://, which array_record cannot open): `p3data.read` reads each
+    shard from a local copy, in order (threads reading ahead) and by number, as on disk."""
+    root = f"memory://arrayrecord-{uuid.uuid4().hex}"
+    fs.write_files({f"{root}/{path.relative_to(builds['arrayrecord'])}": path.read_bytes()
+                    for path in builds["arrayrecord"].rglob("*") if path.is_file()})
+    try:
+        remote, local = open_cache(root), open_cache(str(builds["arrayrecord"]))
+        for task in TASKS:
+            for split in local.splits(task):
+                ours, theirs = remote.split(task, split), local.split(task, split)
+                assert ours.shards[0].startswith("memory://")
+                assert [repr(e) for e in ours.examples(workers=3)] == [repr(e) for e in theirs]
+                numbers = range(len(theirs))[::-1]
+                assert [repr(ours[n]) for n in numbers] == [repr(theirs[n]) for n in numbers]
+    finally:
+        fs.delete_tree(root)

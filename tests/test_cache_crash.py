@@ -2,8 +2,10 @@
 file operations (one point per kind of operation, first and last occurrence), for a fresh
 build (of TFRecord shards, and of ArrayRecord shards) and for a rebuild with other settings.
 After every crash, each task folder stock seqio would read (it has COMPLETED) holds exactly
-the examples its stats say and nothing else (ArrayRecord's: as `p3data.read` reads them); the
-rerun finishes and is byte-identical to an uninterrupted build."""
+the examples its stats say and nothing else (ArrayRecord's: as grain's `ArrayRecordDataSource`
+reads the split's shards, found by name); the rerun finishes and is byte-identical to an
+uninterrupted build. ArrayRecord's own cases: a rebuild of a TFRecord cache into ArrayRecord
+shards, and a full disk as its shards are written."""
 
 from __future__ import annotations
 
@@ -12,12 +14,12 @@ import json
 import shutil
 from pathlib import Path
 
+import grain.python as grain
 import pytest
 from helpers.cache import read_examples, run_cache, tree
-from helpers.crash_run import crash_points, crash_run
+from helpers.crash_run import crash_points, crash_run, kind
 
 from p3data.format.verify import verify_task
-from p3data.read import open_cache
 from p3data.vocab import SAMPLE_VOCAB
 
 pytestmark = [pytest.mark.usefixtures("samples_in_seqio"), pytest.mark.crash]
@@ -47,9 +49,10 @@ def _assert_seqio_reads_what_stats_say(out: Path) -> int:
         for stats in folder.glob("stats.*.json"):
             split = stats.name.split(".")[1]
             expected = json.loads(stats.read_text())["examples"]
-            if list(folder.glob("*.array_record-*")):  # seqio reads TFRecord shards only
-                read = list(open_cache(str(out)).split(folder.name, split))
-            else:
+            if shards := sorted(folder.glob(f"{split}.array_record-*")):  # as grain's users
+                source = grain.ArrayRecordDataSource(list(map(str, shards)))  # find them
+                read = [source[number] for number in range(len(source))]
+            else:  # seqio reads TFRecord shards only
                 read = read_examples(folder.name, split, out)
             assert len(read) == expected, (folder, split)
     return len(complete)
@@ -70,6 +73,12 @@ def reference(tmp_path_factory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def arrayrecord_reference(tmp_path_factory) -> tuple[Path, Path]:
     return _reference(tmp_path_factory, *ARRAYRECORD)
+
+
+def _on_task_folders(trace: Path, points: list[int]) -> list[int]:
+    """The points that are operations on task folders (what seqio and grain read)."""
+    entries = [json.loads(line) for line in trace.read_text().splitlines()]
+    return [point for point in points if "/.p3data-work" not in str(entries[point][1])]
 
 
 def _crash_and_rerun(outputs: Path, points: list[int], *args: str,
@@ -95,19 +104,25 @@ def test_every_crash_point_of_a_build(options, request, tmp_path):
             out.rglob(".p3data-tmp-*"))
 
 
-def test_every_crash_point_of_a_rebuild_with_other_shards(reference, tmp_path):
-    """`--shards 2` then `--shards 1`: the old shards must never be read beside the new."""
+@pytest.mark.parametrize("options", [(), ARRAYRECORD], ids=["tfrecord", "to-arrayrecord"])
+def test_every_crash_point_of_a_rebuild_with_other_shards(options, reference, tmp_path):
+    """`--shards 2` then `--shards 1` (and TFRecord then ArrayRecord shards): the old shards
+    must never be read beside the new."""
     built, _ = reference
     expected = tmp_path / "expected"
-    run_cache(expected, *TASKS, "--shards", "1")
-    assert _crash_run("crash", tmp_path, [-1], "--shards", "1", base=built) == [0]
+    run_cache(expected, *TASKS, "--shards", "1", *options)
+    assert _crash_run("crash", tmp_path, [-1], "--shards", "1", *options, base=built) == [0]
     assert tree(tmp_path / "-1") == tree(expected)
     points = crash_points(tmp_path / "-1.crash.trace", last=False)
-    _crash_and_rerun(tmp_path / "crashes", points, "--shards", "1", base=built)
+    if options:  # the work folder's points are the TFRecord rebuild's
+        points = _on_task_folders(tmp_path / "-1.crash.trace", points)
+        assert len(points) >= 8  # withdrawing old shards, writing new ones, JSON, seals
+    _crash_and_rerun(tmp_path / "crashes", points, "--shards", "1", *options, base=built)
     for point in points:
         out = tmp_path / "crashes" / str(point)
         assert tree(out) == tree(expected), point
         assert not list(out.rglob("*-of-00002"))
+        assert not options or not list(out.rglob("*.tfrecord-*"))
 
 
 def test_stale_shards_and_temporaries_never_survive_a_rebuild(reference, tmp_path):
@@ -125,18 +140,26 @@ def test_stale_shards_and_temporaries_never_survive_a_rebuild(reference, tmp_pat
     assert _assert_seqio_reads_what_stats_say(out) == 3
 
 
-def test_a_disk_that_fills_up_at_every_crash_point(reference, tmp_path):
+@pytest.mark.parametrize("options", [(), ARRAYRECORD], ids=["tfrecord", "arrayrecord"])
+def test_a_disk_that_fills_up_at_every_crash_point(options, request, tmp_path):
     """From each crash point on, every file the build starts writing fails with ENOSPC (a full
     disk): the run stops with one line naming the folder it could not write in, exit 1, no
     traceback, its lock released; what seqio would read is complete and correct; a rerun
     with room finishes, byte-identical to an uninterrupted build. The first operation of each
-    kind: a later one of the same kind fails the same way (the crash test takes those too)."""
-    expected, trace = reference
+    kind: a later one of the same kind fails the same way (the crash test takes those too).
+    ArrayRecord's build differs only in how its shards are written: the points at which its
+    shards are."""
+    expected, trace = request.getfixturevalue(
+        "arrayrecord_reference" if options else "reference")
     points = crash_points(trace, last=False)
-    operations = [json.loads(line)[0] for line in trace.read_text().splitlines()]
+    entries = [json.loads(line) for line in trace.read_text().splitlines()]
+    operations = [operation for operation, _ in entries]
+    if options:
+        points = [point for point in points if kind(*entries[point]).endswith(" shard")]
+    # (after the last file created, the run has what it needs)
     stopped = [point for point in points if "create" in operations[point:]]
-    assert len(stopped) >= 20  # (after the last file created, the run has what it needs)
-    codes = _crash_run("full", tmp_path, points, "--shards", "2")
+    assert len(stopped) >= (2 if options else 20)
+    codes = _crash_run("full", tmp_path, points, "--shards", "2", *options)
     assert codes == [1 if point in stopped else 0 for point in points]
     for point in stopped:
         log = (tmp_path / f"{point}.full.log").read_text()
@@ -146,7 +169,7 @@ def test_a_disk_that_fills_up_at_every_crash_point(reference, tmp_path):
         assert "Traceback" not in log and "a bug in p3data" not in log, log
         assert not (tmp_path / str(point) / ".p3data-lock").exists()  # released
         _assert_seqio_reads_what_stats_say(tmp_path / str(point))
-    assert _crash_run("rerun", tmp_path, points, "--shards", "2") == [0] * len(points)
+    assert _crash_run("rerun", tmp_path, points, "--shards", "2", *options) == [0] * len(points)
     for point in points:
         assert tree(tmp_path / str(point)) == tree(expected), point
 

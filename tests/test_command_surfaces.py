@@ -61,6 +61,8 @@ VALUES = [
     ("export {cache} --out {sandbox}/out --examples-per-shard 0", "--examples-per-shard"),
     ("export {cache} --out {sandbox}/out --format xml", "--format"),
     ("export {cache} --out {sandbox}/out --shape chat", "--shape: invalid choice: 'chat'"),
+    ("export {cache} --out {sandbox}/out --format arrayrecord --shape messages",
+     "--shape messages is for parquet or jsonl rows"),
     ("export {cache} --out {sandbox}/out --mixture nosuch", "unknown mixture 'nosuch'"),
     ("export {cache} --out {sandbox}/out --tasks nosuch", "the cache holds no task"),
     ("export {cache} --out {sandbox}/out --tasks (", "("),

@@ -14,6 +14,7 @@ import subprocess
 import threading
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from helpers.cache import P3DATA
@@ -24,6 +25,7 @@ from p3data.builder.planning import build_plan
 from p3data.builder.shipping import ship
 from p3data.datasets.samples import SAMPLES_DIR
 from p3data.datasets.shards import ROWS_PER_SHARD
+from p3data.format.shard_format import SHARD_FORMATS
 from p3data.staging import build_wheel, worker_requirements
 from p3data.taskset import load_definitions
 from p3data.vocab import SAMPLE_VOCAB
@@ -188,10 +190,39 @@ def test_dataflow_without_beams_gcp_packages_is_refused_before_anything(gcs_serv
 
 
 def test_worker_requirements_keep_the_builders_and_markers_without_extras():
-    assert worker_requirements([
-        "numpy>=1.23", 'gcsfs>=2023.1; extra == "builder"', 'torch>=2.1; extra == "torch"',
-        'tomli>=2; python_version < "3.11"']) == [
+    requires = ["numpy>=1.23", 'gcsfs>=2023.1; extra == "builder"',
+                'torch>=2.1; extra == "torch"', 'tomli>=2; python_version < "3.11"',
+                'array-record>=0.8; extra == "arrayrecord"']
+    assert worker_requirements(requires) == [
         "numpy>=1.23", "gcsfs>=2023.1", 'tomli>=2; python_version < "3.11"']
+    assert worker_requirements(requires, ["arrayrecord"]) == [
+        "numpy>=1.23", "gcsfs>=2023.1", 'tomli>=2; python_version < "3.11"', "array-record>=0.8"]
+
+
+def _requires(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read(next(n for n in archive.namelist()
+                                     if n.endswith("/METADATA"))).decode()
+    return [line.split(": ", 1)[1] for line in metadata.splitlines()
+            if line.startswith("Requires-Dist: ")]
+
+
+def test_an_arrayrecord_job_stages_array_record_for_its_workers(gcs_server, bucket, tmp_path):
+    """ArrayRecord's shards are written by its workers, with array_record: the staged wheel
+    requires the arrayrecord extra's packages, unconditionally (workers install no extras);
+    a TFRecord job's does not."""
+    from p3data.pipelines.workers import stage_p3data
+
+    dataflow = [*DATAFLOW, f"--temp_location={bucket}/tmp"]
+    for name in SHARD_FORMATS:
+        (tmp_path / name).mkdir()
+    wheels = {shard_format.name: stage_p3data(
+        _pipeline(*dataflow), tmp_path / shard_format.name,
+        extras=[shard_format.extra] if shard_format.extra else [])
+        for shard_format in SHARD_FORMATS.values()}
+    assert "array-record>=0.8" in _requires(wheels["arrayrecord"])
+    assert not any("array" in r for r in _requires(wheels["tfrecord"]))
+    assert not any("extra" in r for wheel in wheels.values() for r in _requires(wheel))
 
 
 @pytest.mark.parametrize(("args", "env", "refused"), [

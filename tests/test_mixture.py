@@ -1,4 +1,5 @@
-"""`p3data.read.MixtureSampler`: T0's mixture rule, seeded, resumable from a saved state."""
+"""`p3data.read.MixtureSampler`: T0's mixture rule, seeded, resumable from a saved state; the
+same stream, and the same packed rows, from a cache of either shard format."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from helpers.cache import run_cache
 from p3data.errors import P3DataError
 from p3data.read import open_cache
 from p3data.read.mixture import MissingTasksError, MixtureSampler, mixture_sampler
+from p3data.read.packing import PackedStream
 
 SIZES = {"alpha": 7, "beta": 50, "gamma": 3, "delta": 20}
 RATES = {"alpha": 1, "beta": 2.5, "gamma": 0, "delta": 6.5}
@@ -143,6 +145,14 @@ def cache(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def arrayrecord_cache(tmp_path_factory) -> Path:
+    """The same tasks with ArrayRecord shards."""
+    out = tmp_path_factory.mktemp("arrayrecord")
+    run_cache(out, "--tasks", "|".join(CACHED), "--shard-format", "arrayrecord")
+    return out
+
+
 @pytest.mark.parametrize(("mixture", "expected", "distinct"), [
     ("t0_train", {"ag_news_classify", "trec_fine_grained_open", "imdb_Movie_Expressed_Sentiment"},
      3),
@@ -192,8 +202,31 @@ def test_mixture_sampler_names_the_tasks_a_cache_lacks(cache, taskset):
         mixture_sampler(cache, "t0_nope", seed=0, definitions=taskset)
 
 
-def test_mixture_sampler_and_packing_run_without_tensorflow(cache):
+def test_sampler_and_packing_draw_the_same_from_an_arrayrecord_cache(cache, arrayrecord_cache,
+                                                                     taskset):
+    """The same mixture stream, example for example, and the same packed rows, from either
+    shard format; a packed stream's state saved over one restores over the other."""
+    def sampler(folder: Path, **options) -> MixtureSampler:
+        return mixture_sampler(folder, "t0_train_fewshot", seed=4, allow_missing=True,
+                               definitions=taskset, **options)
+
+    examples = [list(itertools.islice(sampler(folder, task_key="task"), 300))
+                for folder in (cache, arrayrecord_cache)]
+    assert [repr(e) for e in examples[0]] == [repr(e) for e in examples[1]]
+    assert len({e["task"] for e in examples[0]}) == 8
+    ours, theirs = PackedStream(sampler(arrayrecord_cache)), PackedStream(sampler(cache))
+    rows = [[next(stream) for _ in range(30)] for stream in (ours, theirs)]
+    assert [repr(row) for row in rows[0]] == [repr(row) for row in rows[1]]
+    restored = PackedStream(sampler(arrayrecord_cache)).load_state(
+        json.loads(json.dumps(theirs.state())))
+    assert [repr(next(restored)) for _ in range(10)] == [repr(next(theirs)) for _ in range(10)]
+
+
+@pytest.mark.parametrize("shard_format", ["tfrecord", "arrayrecord"])
+def test_mixture_sampler_and_packing_run_without_tensorflow(shard_format, request):
     """The whole path, cache to packed rows, imports neither TensorFlow nor seqio."""
+    cache = request.getfixturevalue("cache" if shard_format == "tfrecord" else
+                                    "arrayrecord_cache")
     script = (
         "import itertools, sys\n"
         "from p3data.read.mixture import mixture_sampler\n"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -43,9 +45,12 @@ def p3data(*args: str) -> subprocess.CompletedProcess:
     return run_p3data(list(args), timeout=900, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
+@pytest.mark.parametrize("shard_format", ["tfrecord", "arrayrecord"])
 def test_a_gs_build_is_the_local_build_within_its_request_budget_and_prints_no_more(
-        gcs_server, bucket, tmp_path):
+        shard_format, gcs_server, bucket, tmp_path):
+    """ArrayRecord's shards are written on local disk, then uploaded as TFRecord's are."""
     args = ["cache", "--samples", "--tasks", SELECTION, "--vocab", str(SAMPLE_VOCAB),
+            "--shard-format", shard_format,
             "--progress-every", "600"]  # the same progress lines, however long each takes
     local = p3data(*args, "--output-dir", str(tmp_path / "local"))
     assert local.returncode == 0, local.stderr[-3000:]
@@ -117,6 +122,38 @@ def test_fetch_cache_verify_index_read_and_export_on_gs(bucket, hub, tmp_path, c
         assert pq.read_table(f).num_rows == len(remote.split("super_glue_copa_exercise",
                                                              "train"))
     assert not fs.glob(f"{bucket}/**/{layout.TEMP_PREFIX}*")  # nothing half-done anywhere
+
+
+@pytest.mark.usefixtures("gcs_server")
+def test_an_arrayrecord_cache_on_gs_verifies_reads_and_exports_as_the_local_one(
+        bucket, tmp_path, capsys):
+    """ArrayRecord's reader opens files on local disk only: on gs:// a shard is read from a
+    local copy (verify, `p3data.read` in order and by number, export); nothing is left in
+    the temporary folder."""
+    cache, local = f"{bucket}/cache", str(tmp_path / "local")
+    build = ["cache", "--samples", "--vocab", str(SAMPLE_VOCAB), "--tasks",
+             "super_glue_copa_(exercise|choose)(_score_eval)?", "--shards", "2",
+             "--shard-format", "arrayrecord", "--progress-every", "600"]
+    temporaries = set(Path(tempfile.gettempdir()).glob("p3data-*.array_record"))
+    for out in (cache, local):
+        assert main([*build, "--output-dir", out]) == 0, capsys.readouterr()
+    assert gs_tree(cache) == tree(Path(local))
+    assert [name for name in gs_tree(cache) if ".array_record-" in name]
+    capsys.readouterr()
+    assert main(["verify", cache]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("OK: 4 complete tasks")
+    remote, here = open_cache(cache), open_cache(local)
+    for task in here.tasks:
+        for split in here.splits(task):
+            examples = [plain(example) for example in remote.split(task, split)]
+            assert examples == [plain(example) for example in here.split(task, split)]
+            assert [plain(remote.split(task, split)[n]) for n in range(len(examples))[::-1]
+                    ] == examples[::-1]
+    assert main(["export", cache, "--out", f"{bucket}/export"]) == 0, capsys.readouterr()
+    with fs.open_read(f"{bucket}/export/super_glue_copa_exercise/"
+                      "train-00000-of-00001.parquet") as f:
+        assert pq.read_table(f).num_rows == len(here.split("super_glue_copa_exercise", "train"))
+    assert set(Path(tempfile.gettempdir()).glob("p3data-*.array_record")) == temporaries
 
 
 def test_no_request_leaves_the_machine(gcs_server, bucket):

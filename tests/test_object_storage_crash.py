@@ -1,6 +1,7 @@
 """Crash points on gs://, as tests/test_cache_crash.py has them on local disk: the build dies
 like `kill -9` just before one of its object uploads or deletes (one point per kind, first and
-last), against the local GCS-compatible server. After every crash, each task folder with
+last), against the local GCS-compatible server, with TFRecord shards and with ArrayRecord's
+(written on local disk, then uploaded). After every crash, each task folder with
 COMPLETED verifies and reads exactly the examples its stats say (through `p3data.read`:
 TensorFlow's gfile does not reach a local server); the rerun finishes and its cache is the
 uninterrupted build's, byte for byte."""
@@ -21,6 +22,7 @@ from p3data.vocab import SAMPLE_VOCAB
 
 pytestmark = [pytest.mark.usefixtures("gcs_server"), pytest.mark.crash]
 
+ARRAYRECORD = ("--shard-format", "arrayrecord")
 TASKS = ["--tasks", "super_glue_rte_GPT_3_style(_score_eval)?|super_glue_copa_exercise",
          "--rows-per-shard", "8"]
 
@@ -51,14 +53,23 @@ def assert_complete_tasks_read_what_stats_say(out: str) -> int:
     return len(complete)
 
 
-@pytest.fixture(scope="module")
-def reference(gcs_server, tmp_path_factory) -> tuple[str, Path]:
+def _reference(gcs_server, tmp_path_factory, *args: str) -> tuple[str, Path]:
     """An uninterrupted build on gs:// with 2 shards per split, and the trace of its object
     operations."""
     logs = tmp_path_factory.mktemp("reference")
-    target = gcs_server.create_bucket("crash-reference") + "/out"
-    assert _crash_run("crash", logs, target, [-1], "--shards", "2") == [0]
+    target = gcs_server.create_bucket(f"crash-reference-{len(args)}") + "/out"
+    assert _crash_run("crash", logs, target, [-1], "--shards", "2", *args) == [0]
     return f"{target}/-1", logs / "-1.crash.trace"
+
+
+@pytest.fixture(scope="module")
+def reference(gcs_server, tmp_path_factory) -> tuple[str, Path]:
+    return _reference(gcs_server, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def arrayrecord_reference(gcs_server, tmp_path_factory) -> tuple[str, Path]:
+    return _reference(gcs_server, tmp_path_factory, *ARRAYRECORD)
 
 
 def _crash_and_rerun(logs: Path, target: str, points: list[int], *args: str,
@@ -69,11 +80,19 @@ def _crash_and_rerun(logs: Path, target: str, points: list[int], *args: str,
     assert _crash_run("rerun", logs, target, points, *args) == [0] * len(points)
 
 
-def test_every_crash_point_of_a_build_on_gs(reference, bucket, tmp_path):
-    expected, trace = reference
+@pytest.mark.parametrize("options", [(), ARRAYRECORD], ids=["tfrecord", "arrayrecord"])
+def test_every_crash_point_of_a_build_on_gs(options, request, bucket, tmp_path):
+    """ArrayRecord's shards, written on local disk then uploaded, too."""
+    expected, trace = request.getfixturevalue(
+        "arrayrecord_reference" if options else "reference")
     points = crash_points(trace)
-    assert len(points) >= 20  # uploads and deletes of every stage's objects, manifest, COMPLETED
-    _crash_and_rerun(tmp_path, f"{bucket}/out", points, "--shards", "2")
+    # uploads and deletes of every stage's objects, manifest, COMPLETED (ArrayRecord: no index)
+    assert len(points) >= (19 if options else 20)
+    if options:  # its work folder's objects are the TFRecord build's: the task folders' points
+        operations = [json.loads(line) for line in trace.read_text().splitlines()]
+        points = [point for point in points if "/.p3data-work" not in operations[point][1]]
+        assert len(points) >= 6
+    _crash_and_rerun(tmp_path, f"{bucket}/out", points, "--shards", "2", *options)
     want = gs_tree(expected)
     assert assert_complete_tasks_read_what_stats_say(expected) == 3
     for point in points:

@@ -41,10 +41,20 @@ def task_fingerprint(config: CacheConfig, spec: TaskDef, sources: dict) -> str:
         payload["rendering"] = rendering  # xP3's tasks' (T0's tasks have no such key)
     if (selection := selection_record(config.selection, config.cap, spec.split_cap)) is not None:
         payload["selection"] = selection  # a capped task's (T0's tasks have no such key)
-    if config.shard_format != "tfrecord":  # another format's shards (T0's have no such key)
-        payload["shard_format"] = config.shard_format
     if isinstance(spec, VariantSpec):  # what makes its prompts (T0's tasks have no such key)
         payload["fewshot"] = spec.prompt_record()
+    return in_shard_format(hashlib.sha256(canonical_json(payload).encode()).hexdigest(),
+                           config.shard_format)
+
+
+def in_shard_format(fingerprint: str, shard_format: str) -> str:
+    """The fingerprint of a build whose TFRecord build's is `fingerprint`, with its shards in
+    `shard_format` (TFRecord's, the default: the same). Derived from the TFRecord build's, so a
+    TFRecord cache converted to another format (`p3data export --format arrayrecord`) is
+    recorded as, and reused as, the build in that format."""
+    if shard_format == "tfrecord":
+        return fingerprint
+    payload = {"build": fingerprint, "shard_format": shard_format}
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 

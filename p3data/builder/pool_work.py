@@ -19,8 +19,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from fsspec.implementations.local import LocalFileSystem
-
 from p3data import fs
 from p3data.batching import row_batches
 from p3data.builder.jobs import CacheConfig
@@ -122,15 +120,10 @@ def _done(folder: str, fingerprint: str, rows: list[int] | None = None) -> PoolR
     return record
 
 
-def _local_path(path: str) -> str | None:
-    filesystem, local = fs.resolve(path)
-    return local if isinstance(filesystem, LocalFileSystem) else None
-
-
 def _save(folder: str, write: Callable[[str], None]) -> None:
     """`write` a pool's files into `folder`; into a local folder first if it is remote. A
     full disk names `folder` (the pool's files are written by numpy and pathlib)."""
-    if (local := _local_path(folder)) is not None:
+    if (local := fs.on_local_disk(folder)) is not None:
         with writing_in(folder):
             write(local)
         return
@@ -144,7 +137,7 @@ def _save(folder: str, write: Callable[[str], None]) -> None:
 
 def _open(folder: str) -> ExemplarPool:
     """A pool's files memory-mapped (copied to a local folder first if remote)."""
-    if (local := _local_path(folder)) is not None:
+    if (local := fs.on_local_disk(folder)) is not None:
         return ExemplarPool.load(local)
     copy = Path(tempfile.mkdtemp(prefix="p3data-pool-"))
     for name in POOL_FILES:

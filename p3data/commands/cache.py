@@ -47,13 +47,16 @@ def run(args: argparse.Namespace) -> int:
     from p3data.builder.driver import run_cache
     from p3data.builder.jobs import CacheConfig
     from p3data.builder.summary import summary_table
+    from p3data.format.shard_format import SHARD_FORMATS
     from p3data.taskset import load_definitions, one_vocabulary
     from p3data.vocab import read_vocabulary
 
     require("apache_beam", "pyarrow")
     _check_data_dir(args.data_dir)
     if args.shard_format == "arrayrecord":
-        _check_arrayrecord(args.output_dir)
+        from p3data.format.arrayrecord_shards import package
+
+        package()  # or one line naming the extra
     specs = load_definitions().select(args.mixture, args.tasks)
     vocabulary = one_vocabulary(specs)  # the tasks' collection's: T0's T5, xP3's mT5
     config = CacheConfig(
@@ -78,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
         if workers := remote_workers(pipeline):
             _check_shared(_worker_paths(args, config, specs), workers)
         check_submission_client(pipeline)
-        if wheel := stage_p3data(pipeline, Path(staging)):
+        extra = SHARD_FORMATS[args.shard_format].extra  # what its workers write with
+        if wheel := stage_p3data(pipeline, Path(staging), extras=[extra] if extra else []):
             print(f"[p3data cache] staging p3data {__version__} for Dataflow's workers: "
                   f"{wheel.name} (--extra_package; --setup_file, --extra_package or "
                   "--sdk_container_image stage your own instead)", file=stream, flush=True)
@@ -90,14 +94,6 @@ def run(args: argparse.Namespace) -> int:
         for text in result.tracebacks:
             print(text, file=sys.stderr)
     return 0 if result.ok else 1
-
-
-def _check_arrayrecord(output_dir: str) -> None:
-    """ArrayRecord's writer writes files on this machine's disk only, through its package."""
-    from p3data.format.arrayrecord_shards import local_path, package
-
-    package()
-    local_path(output_dir)
 
 
 def _check_data_dir(path: str | None) -> None:
@@ -149,7 +145,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                        help="output shards per split (default: ~1 per 10k examples, max 64)")
     cache.add_argument("--shard-format", choices=("tfrecord", "arrayrecord"), default="tfrecord",
                        help="the shards' file format: TFRecord (seqio's, default) or ArrayRecord "
-                            "(grain's; needs the arrayrecord extra; local output only); a cache "
+                            "(grain's; needs the arrayrecord extra); a cache "
                             "built in the other one is rebuilt")
     cache.add_argument("--splits", action="append", default=[], metavar="SPLIT",
                        help="only these task splits (repeatable), e.g. train")

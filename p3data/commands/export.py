@@ -2,6 +2,7 @@
 
     p3data export CACHE --out DIR [--format parquet|jsonl]
         [--shape p3|prompt-completion|messages] [--mixture NAME] [--tasks REGEX]
+    p3data export CACHE --out DIR --format arrayrecord [--mixture NAME] [--tasks REGEX]
 
 Writes DIR/<task>/<split>-NNNNN-of-MMMMM.parquet for every task of the cache (or of the
 mixtures and task patterns given) and, last, the dataset card DIR/README.md, so that
@@ -16,6 +17,11 @@ with the same settings (format, shape, shard size) from the same cache and redoe
 one task's failure (a missing or corrupt file, a task the cache has not finished) does not
 stop the others; exit 1 if any failed. One run writes to DIR at a time (its lock
 DIR/.p3data-lock); --force takes over the lock of a run that is dead.
+
+--format arrayrecord converts a TFRecord cache (p3data's, seqio's, or a downloaded P3's) into
+an ArrayRecord cache in DIR without rebuilding: the records, info and stats JSON and manifest
+`p3data cache --shard-format arrayrecord` writes. DIR is missing, empty or a cache; reruns
+skip the tasks already converted; exit 1 if any task failed.
 """
 
 from __future__ import annotations
@@ -35,9 +41,18 @@ if TYPE_CHECKING:
     from p3data.read import CacheReader
 
 KINDS = ("exported", "already exported", "failed")
+# Shard formats a TFRecord cache is converted to (a cache, not rows: `p3data/export/convert.py`)
+CONVERTED = ("arrayrecord",)
 
 
 def run(args: argparse.Namespace) -> int:
+    from p3data.export.shapes import P3
+
+    if args.format in CONVERTED:
+        if args.shape != P3:
+            raise P3DataError(f"--format {args.format} converts the cache's records as they "
+                              f"are: --shape {args.shape} is for parquet or jsonl rows")
+        return _convert(args)
     from p3data import fs
     from p3data.export.exported import ExportSettings
     from p3data.export.folder import export_tasks
@@ -70,6 +85,29 @@ def run(args: argparse.Namespace) -> int:
                                 on_task=lambda outcome: progress.finish(outcome.task),
                                 on_examples=progress.advance)
     print(summary(outcomes, fs.join(out, CARD)))
+    return 1 if any(o.status == "failed" for o in outcomes) else 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    """A TFRecord cache (p3data's, seqio's, a downloaded P3) as a cache of another format."""
+    from p3data import fs
+    from p3data.export.convert import convert_tasks, summary
+    from p3data.export.selection import select_tasks
+    from p3data.format.arrayrecord_shards import package
+    from p3data.format.shard_format import shard_format
+    from p3data.lock import refuse_live_writer
+    from p3data.read import open_cache
+
+    package()  # or one line naming the extra
+    refuse_live_writer(cache_root(args.cache))
+    cache = open_cache(cache_root(args.cache))
+    tasks, lacking = select_tasks(cache.tasks + cache.unfinished, args.mixture, args.tasks)
+    if lacking:
+        print(f"[p3data export] the cache lacks {len(lacking):,} of the tasks asked for, e.g. "
+              f"{lacking[0]}: they are not converted", file=sys.stderr)
+    outcomes = convert_tasks(cache, tasks, fs.without_trailing_slash(args.out),
+                             shard_format=shard_format(args.format), force=args.force)
+    print(summary(outcomes))
     return 1 if any(o.status == "failed" for o in outcomes) else 0
 
 
@@ -113,8 +151,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("cache", metavar="CACHE", help="the cache root (local or gs://)")
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="the folder to write (local or any fsspec URL)")
-    parser.add_argument("--format", choices=list(EXPORT_FORMATS), default="parquet",
-                        help="file format (default: parquet)")
+    parser.add_argument("--format", choices=[*EXPORT_FORMATS, *CONVERTED], default="parquet",
+                        help="file format (default: parquet); arrayrecord: the TFRecord cache "
+                             "(or P3's download) as a cache of ArrayRecord shards, not rebuilt")
     parser.add_argument("--shape", choices=list(EXPORT_SHAPES), default=P3,
                         help="the rows' columns: P3's (default), or TRL's standard "
                              "prompt-completion or conversational messages, with provenance")

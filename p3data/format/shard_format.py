@@ -46,6 +46,7 @@ class ShardSink(Protocol):
 class ShardFormat(Protocol):
     name: str  # the registry's key
     infix: str  # seqio's file name: `<split>.<infix>-SSSSS-of-NNNNN`
+    extra: str | None  # p3data's extra installing the package it needs (staged for workers)
 
     def writers(self, paths: Sequence[str], *,
                 later: bool = False) -> AbstractContextManager[dict[str, ShardSink]]:

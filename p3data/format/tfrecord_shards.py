@@ -20,6 +20,7 @@ from p3data.format.tfrecord import HEADER, CorruptRecordError, whole_frames
 class TFRecordShards:
     name = "tfrecord"
     infix = "tfrecord"
+    extra = None  # p3data's own code
 
     @staticmethod
     def writers(paths: Sequence[str], *, later: bool = False

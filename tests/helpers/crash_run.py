@@ -75,7 +75,8 @@ def kind(operation: str, path: str | list) -> str:
     for pattern, kind in ((r"^part-\d+\.tfrecord$", "part records"),
                           (r"^dealt-\d+\.", "dealt part"), (r"^index\.", "index"),
                           (r"^part-\d+\.json$", "part meta"), (r"summary\.json$", "summary"),
-                          (r"\.tfrecord-", "shard"), (r"^info\.", "info"), (r"^stats\.", "stats")):
+                          (r"\.(tfrecord|array_record)-", "shard"), (r"^info\.", "info"),
+                          (r"^stats\.", "stats")):
         if re.search(pattern, name):
             return f"{operation} {kind}"
     if "/units/" in str(path) or "/assembled/" in str(path) or "/status/" in str(path):
