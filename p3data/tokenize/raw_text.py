@@ -23,7 +23,6 @@ from p3data.tokenize.checks import RAW_SENTENCE_END, WORD_START
 
 _WHOLE, _BEHIND, _RUN = "\0", "\1", "\2"
 _CUT = _WHOLE  # where `sentences` cuts a run (which holds no flag)
-_FLAGGED = re.compile("[\0-\2]")
 
 
 class RawCuts:
@@ -35,42 +34,46 @@ class RawCuts:
         ASCII sentences as they are, but for the ▁ in front and for each space
         (`checks.ascii_refusal`)."""
         self.marks = marks
-        self._cut = re.compile("|".join([re.escape(RAW_SENTENCE_END),
-                                         *([f"[{re.escape(marks)}]"] if marks else [])]))
-        # ". " as `sentences` cuts it: after "." and its cut as a mark, if it is one
-        self._sentence_end_cut = ((f"{_CUT}{_BEHIND}{RAW_SENTENCE_END}", _CUT) if "." in marks
-                                  else (RAW_SENTENCE_END, "." + _CUT))
+        # a mark with no space after it (text written without spaces): in the text, and
+        # the last one in the reversed text
+        self._mark_cut = re.compile(f"[{re.escape(marks)}](?=[^ ])") if marks else None
+        self._last_mark_cut = re.compile(f"(?<=[^ ])[{re.escape(marks)}]") if marks else None
         self._normalize = normalize
         self.ascii_sentences = ascii_sentences
 
     def pieces(self, text: str) -> list[str]:
         """The keys of `text`: its first piece, the run up to its last cut (if it has two
-        cuts) and the rest; the text alone if it has no cut. A mark that ends the text is not
-        taken as a cut: a template's text after its row's would join the run, which the row's
-        other templates would then not share."""
-        if _FLAGGED.search(text):
+        cuts) and the rest; the text alone if it has no cut. Marks are cut where no space
+        follows them: in text written with spaces, a text's words are what the memo keeps,
+        and more pieces cost more than they save. A mark that ends the text is no cut either:
+        a template's text after its row's would join the run, which the row's other templates
+        would then not share."""
+        if _WHOLE in text or _BEHIND in text or _RUN in text:
             return [_WHOLE + text]
-        end = len(text) - 1  # a text's own last mark is no cut: a run ends at its row's text
-        first = self._cut.search(text, 0, end)
-        if first is None:
+        first, last = text.find(RAW_SENTENCE_END), text.rfind(RAW_SENTENCE_END)
+        if self._mark_cut is not None and (mark := self._mark_cut.search(text)):
+            first = mark.start() if first < 0 else min(first, mark.start())
+            reversed_mark = self._last_mark_cut.search(text[::-1])
+            last = max(last, len(text) - 1 - reversed_mark.start())
+        if first < 0:
             return [text]
-        last = max([text.rfind(RAW_SENTENCE_END), *(text.rfind(m, 0, end) for m in self.marks)])
-        head = text[:first.start() + 1]
-        after, behind = ((last + 2, "") if text.startswith(RAW_SENTENCE_END, last)
-                         else (last + 1, _BEHIND + text[last]))
-        rest = behind + text[after:]
-        if last == first.start():
+        head = text[:first + 1]
+        rest = _behind(text, last) + text[_after(text, last):]
+        if last == first:
             return [head, rest]
-        return [head, _RUN + _behind(first) + text[first.end():last + 1], rest]
+        return [head, _RUN + _behind(text, first) + text[_after(text, first):last + 1], rest]
 
     def sentences(self, run: str) -> list[str]:
         """The keys of a run's pieces, in order: its text with each cut marked (in C: a mark
-        followed by a cut and itself behind, ". " made "." and a cut), split at the cuts."""
+        followed by a cut and itself behind, ". " made "." and a cut), split at the cuts. A
+        run ends at its last cut's mark: nothing comes after it."""
         key = run[1:]
         behind, body = (key[:2], key[2:]) if key.startswith(_BEHIND) else ("", key)
-        for mark in self.marks:
-            body = body.replace(mark, mark + _CUT + _BEHIND + mark)
-        body = body.replace(*self._sentence_end_cut)
+        for mark in self.marks:  # cut after each, then not where a space follows
+            if mark in body:
+                body = body.replace(mark, mark + _CUT + _BEHIND + mark).replace(
+                    _CUT + _BEHIND + mark + " ", " ")
+        body = body.replace(RAW_SENTENCE_END, "." + _CUT)
         keys = (behind + body).split(_CUT)
         return keys[:-1] if keys[-1].startswith(_BEHIND) and len(keys[-1]) == 2 else keys
 
@@ -99,10 +102,15 @@ class RawCuts:
 _FLAGS = (_WHOLE, _BEHIND, _RUN)
 
 
-def _behind(cut: re.Match[str]) -> str:
-    """What a piece after this cut is keyed behind: nothing after ". ", else its mark."""
-    mark = cut.group()
-    return "" if mark == RAW_SENTENCE_END else _BEHIND + mark
+def _after(text: str, cut: int) -> int:
+    """Where the piece after the cut at `cut` starts: past the space of a ". "."""
+    return cut + 2 if text.startswith(RAW_SENTENCE_END, cut) else cut + 1
+
+
+def _behind(text: str, cut: int) -> str:
+    """What the piece after the cut at `cut` is keyed behind: nothing after ". ", else its
+    mark."""
+    return "" if text.startswith(RAW_SENTENCE_END, cut) else _BEHIND + text[cut]
 
 
 def _plain_ascii(text: str) -> bool:
