@@ -33,9 +33,10 @@ class RawCuts:
         """`normalize`: the model's normalizer; `ascii_sentences`: whether it leaves printable
         ASCII sentences as they are, but for the ▁ in front and for each space
         (`checks.ascii_refusal`)."""
-        self.marks = marks
-        # a mark with no space after it (text written without spaces): in the text, and
-        # the last one in the reversed text
+        # Text written without spaces ends its sentences with marks of its own ("。", "।"):
+        # ASCII ones end sentences in text written with spaces, which ". " cuts.
+        self.marks = marks = "".join(mark for mark in marks if not mark.isascii())
+        # a mark with no space after it: in the text, and the last one in the reversed text
         self._mark_cut = re.compile(f"[{re.escape(marks)}](?=[^ ])") if marks else None
         self._last_mark_cut = re.compile(f"(?<=[^ ])[{re.escape(marks)}]") if marks else None
         self._normalize = normalize
@@ -51,7 +52,7 @@ class RawCuts:
         if _WHOLE in text or _BEHIND in text or _RUN in text:
             return [_WHOLE + text]
         first, last = text.find(RAW_SENTENCE_END), text.rfind(RAW_SENTENCE_END)
-        if self._mark_cut is not None and (mark := self._mark_cut.search(text)):
+        if self._holds_mark(text) and (mark := self._mark_cut.search(text)):
             first = mark.start() if first < 0 else min(first, mark.start())
             reversed_mark = self._last_mark_cut.search(text[::-1])
             last = max(last, len(text) - 1 - reversed_mark.start())
@@ -69,8 +70,8 @@ class RawCuts:
         run ends at its last cut's mark: nothing comes after it."""
         key = run[1:]
         behind, body = (key[:2], key[2:]) if key.startswith(_BEHIND) else ("", key)
-        for mark in self.marks:  # cut after each, then not where a space follows
-            if mark in body:
+        if self._holds_mark(body) and self._mark_cut.search(body):
+            for mark in self.marks:  # cut after each, then not where a space follows
                 body = body.replace(mark, mark + _CUT + _BEHIND + mark).replace(
                     _CUT + _BEHIND + mark + " ", " ")
         body = body.replace(RAW_SENTENCE_END, "." + _CUT)
@@ -93,6 +94,10 @@ class RawCuts:
         for i, text, is_behind in zip(others, self._normalize(texts), behind, strict=True):
             found[i] = text[2:] if is_behind else text  # the ▁ in front and the mark
         return found
+
+    def _holds_mark(self, text: str) -> bool:
+        """Whether `text` holds one of the marks (one C scan each: few texts do)."""
+        return not text.isascii() and any(map(text.__contains__, self.marks))
 
     @staticmethod
     def is_run(key: str) -> bool:
