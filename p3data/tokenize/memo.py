@@ -148,7 +148,7 @@ class WordMemo:
         split_runs = list(map(self.raw_cuts.sentences, runs))
         sentences = keys.difference(runs).union(
             filterfalse(self._sentences.__contains__, chain.from_iterable(split_runs)))
-        rests = list(sentences.intersection(rests)) if once and rests else []
+        rests = list(sentences.intersection(rests or ()))
         if kept := list(sentences.difference(rests)):
             self._sentences.add(kept, self._segmented(kept))
         get = self._sentences.__getitem__

@@ -1,9 +1,9 @@
 """Raw text cut into the memo's keys before it is normalized, and each key's normalized text.
 
 Where the model allows (`checks.raw_cut_refusal`), the memo cuts raw text after each ". " and
-after each mark of `checks.raw_cut_marks` (the "。" of text written without spaces, the "।" of
-Hindi, where no piece continues past them): a text is its first piece, the run of pieces up to
-its last cut, and the rest (`RawCuts.pieces`). The memo looks a run up whole, so that the
+after each mark of text written without spaces that `checks.raw_cut_marks` allows ("。", where
+no piece continues past it) and no space follows: a text is its first piece, the run of pieces
+up to its last cut, and the rest (`RawCuts.pieces`). The memo looks a run up whole, so that the
 templates of a row, which differ around the row's text, find that text in one lookup, and
 normalizes and segments each piece once, whichever run it comes in.
 
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from p3data.tokenize.checks import RAW_SENTENCE_END, WORD_START
 
 _WHOLE, _BEHIND, _RUN = "\0", "\1", "\2"
+_FLAGS = (_WHOLE, _BEHIND, _RUN)
 _CUT = _WHOLE  # where `sentences` cuts a run (which holds no flag)
 
 
@@ -49,7 +50,7 @@ class RawCuts:
         and more pieces cost more than they save. A mark that ends the text is no cut either:
         a template's text after its row's would join the run, which the row's other templates
         would then not share."""
-        if _WHOLE in text or _BEHIND in text or _RUN in text:
+        if any(map(text.__contains__, _FLAGS)):
             return [_WHOLE + text]
         first, last = text.find(RAW_SENTENCE_END), text.rfind(RAW_SENTENCE_END)
         if self._holds_mark(text) and (mark := self._mark_cut.search(text)):
@@ -59,10 +60,12 @@ class RawCuts:
         if first < 0:
             return [text]
         head = text[:first + 1]
-        rest = _behind(text, last) + text[_after(text, last):]
+        behind, start = _after(text, last)
+        rest = behind + text[start:]
         if last == first:
             return [head, rest]
-        return [head, _RUN + _behind(text, first) + text[_after(text, first):last + 1], rest]
+        behind, start = _after(text, first)
+        return [head, _RUN + behind + text[start:last + 1], rest]
 
     def sentences(self, run: str) -> list[str]:
         """The keys of a run's pieces, in order: its text with each cut marked (in C: a mark
@@ -104,18 +107,13 @@ class RawCuts:
         return key.startswith(_RUN)
 
 
-_FLAGS = (_WHOLE, _BEHIND, _RUN)
 
-
-def _after(text: str, cut: int) -> int:
-    """Where the piece after the cut at `cut` starts: past the space of a ". "."""
-    return cut + 2 if text.startswith(RAW_SENTENCE_END, cut) else cut + 1
-
-
-def _behind(text: str, cut: int) -> str:
-    """What the piece after the cut at `cut` is keyed behind: nothing after ". ", else its
-    mark."""
-    return "" if text.startswith(RAW_SENTENCE_END, cut) else _BEHIND + text[cut]
+def _after(text: str, cut: int) -> tuple[str, int]:
+    """The piece after the cut at `cut`: what it is keyed behind (nothing after ". ", else its
+    mark), and where it starts (past the space of a ". ")."""
+    if text.startswith(RAW_SENTENCE_END, cut):
+        return "", cut + 2
+    return _BEHIND + text[cut], cut + 1
 
 
 def _plain_ascii(text: str) -> bool:

@@ -106,12 +106,11 @@ class UnigramGuard:
         result = self._processor.nbest_encode_as_immutable_proto(text, nbest_size=2)
         nbest = result.nbests  # views into `result`, which must outlive them
         best = nbest[0].score
-        if len(nbest) == 1:  # the only segmentation there is
-            return entry_of(ids, -best, ALWAYS)
-        margin = best - nbest[1].score
+        margin = best - nbest[1].score if len(nbest) > 1 else None
         # Any other segmentation scores at most best - margin, so `ids` are best's if they score
         # nearer than that; merged unknown or byte pieces score otherwise: compare the ids.
-        if (not abs(sum(map(self._scores.__getitem__, ids)) - best) < margin / 2
+        if margin is not None and (
+                not abs(sum(map(self._scores.__getitem__, ids)) - best) < margin / 2
                 and self._processor.nbest_encode_as_ids(text, nbest_size=1)[0] != ids):
             return entry_of(ids, -best, NEVER)
         return self._entry(ids, best, margin, len(text))
