@@ -141,19 +141,9 @@ def atomic_writer(path: str) -> Iterator[BinaryIO]:
         with refusals(path, "write"):
             upload.complete()
         return
-    parent, name = posixpath.split(local)
-    filesystem.makedirs(parent, exist_ok=True)
-    temporary = posixpath.join(parent, temporary_name(name))
-    handle = filesystem.open(temporary, "wb")
-    try:
+    with (_renamed_into_place(filesystem, local) as temporary,
+          filesystem.open(temporary, "wb") as handle):
         yield handle
-        handle.close()
-    except BaseException:
-        handle.close()
-        with contextlib.suppress(FileNotFoundError):
-            filesystem.rm(temporary)
-        raise
-    filesystem.mv(temporary, local)
 
 
 @contextlib.contextmanager
@@ -162,17 +152,25 @@ def local_atomic_path(local: str) -> Iterator[str]:
     (created here, empty, as `atomic_writer` creates its own), renamed onto `local` once the
     block ends, removed if it raises."""
     filesystem, local = resolve(local)
-    parent, name = posixpath.split(local)
+    with _renamed_into_place(filesystem, local) as temporary:
+        filesystem.open(temporary, "wb").close()
+        yield temporary
+
+
+@contextlib.contextmanager
+def _renamed_into_place(filesystem: AbstractFileSystem, path: str) -> Iterator[str]:
+    """A hidden temporary sibling of `path`, renamed onto it once the block ends, removed if
+    it raises (what it holds is the block's to write and close)."""
+    parent, name = posixpath.split(path)
     filesystem.makedirs(parent, exist_ok=True)
     temporary = posixpath.join(parent, temporary_name(name))
-    filesystem.open(temporary, "wb").close()
     try:
         yield temporary
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             filesystem.rm(temporary)
         raise
-    filesystem.mv(temporary, local)
+    filesystem.mv(temporary, path)
 
 
 @contextlib.contextmanager
