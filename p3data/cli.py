@@ -8,10 +8,14 @@ and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from p3data.commands import (
     cache,
@@ -92,5 +96,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def run() -> NoReturn:
+    """The `p3data` executable: `main`, then out without tearing the interpreter down.
+
+    A cache run leaves millions of objects (task definitions, the tokenizer's memos, Beam's
+    modules) whose one-by-one release at exit costs ~0.7 CPU-s. What p3data writes is closed
+    and committed when `main` returns; threads are waited for and exit handlers run as at a
+    normal exit, and only the memory is left to the system to take back."""
+    code = main()
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()  # what the interpreter's own exit runs first
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BrokenPipeError, ValueError):  # reader gone, or closed
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -81,11 +81,12 @@ def read_vocabulary(path: str | None = None) -> bytes:
 
 
 def _check_model(path: str, model: bytes) -> None:
-    """Load the model once here, so a wrong file is one clear error before any work starts."""
-    import sentencepiece as spm
+    """Load the model once here, so a wrong file is one clear error before any work starts
+    (and the tokenizer, where it runs in this process, need not load it again)."""
+    from p3data.tokenize.tokenizer import loaded
 
     try:
-        spm.SentencePieceProcessor(model_proto=model)
+        loaded(model)
     except (RuntimeError, OSError, ValueError):
         raise VocabularyError(f"{path} is not a SentencePiece model (it does not parse as one);"
                               " choose a .model file", setting="vocab") from None
