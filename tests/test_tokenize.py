@@ -26,6 +26,7 @@ from p3data.errors import P3DataError
 from p3data.templates import TemplateCollection
 from p3data.tokenize import Tokenizer, word_split_refusal
 from p3data.tokenize import memo as tokenize_memo
+from p3data.tokenize import segment as tokenize_segment
 from p3data.tokenize import tokenizer as tokenizer_module
 from p3data.tokenize.tokenizer import ENV_MEMO, with_extra_ids
 from p3data.vocab import SAMPLE_VOCAB
@@ -210,6 +211,26 @@ def test_ties_in_long_texts_are_segmented_where_they_stand(model, monkeypatch):
             for ids in tokenizer.encode(texts[i:i + 50])] == plain
     stats = tokenizer.memo.stats
     assert stats.plain_texts == 0 and stats.resegmented_texts > len(texts) / 3
+
+
+@pytest.mark.parametrize("held", [1, 4096], ids=["let go", "held"])
+def test_a_rows_text_is_segmented_where_it_stands_in_each_template(held, monkeypatch):
+    """A row's long text with tied words comes in every template, each with its own words
+    before and after it, so each tie is reached from another score: what the memo found in
+    the text for one template (its parts, their float32 scores) serves the next, and every
+    template's ids are SentencePiece's, whether that is held or let go at once."""
+    monkeypatch.setattr(tokenize_memo, "RESEGMENTED_SHARE", 1.0)
+    monkeypatch.setattr(tokenize_memo, "DECOMPOSITIONS_HELD", held)
+    monkeypatch.setattr(tokenize_segment, "PART_SCORES_HELD", held)
+    model = SAMPLE_VOCAB.read_bytes()
+    rows = [text for text in _tie_texts(11) if len(text) > 2000][:30]
+    tokenizer = Tokenizer(model, EXTRA_IDS)
+    for prompt in ["{}", "Summarize: {}", "{} What comes next? later....",
+                   "=== Title ==== {} ok.... Answer:", "Rest of it. {} x===y"]:
+        texts = [prompt.format(row) for row in rows]
+        assert tokenizer.encode(texts) == _plain(model, texts), prompt
+    stats = tokenizer.memo.stats
+    assert stats.plain_texts == 0 and stats.resegmented_texts >= 4 * len(rows)
 
 
 def test_tied_words_with_unknown_characters_or_extra_ids():

@@ -49,6 +49,8 @@ RESEGMENTED_SHARE = 1 / 64
 # Words longer than this are cut where the model forces a piece boundary (`forced_cuts`): a
 # paragraph written without spaces is one word, its sentences found again in other texts.
 CUT_MIN_CHARS = 16
+# Runs and sentences decomposed for `_resegmented` held at most (a row batch's, a few MB).
+DECOMPOSITIONS_HELD = 4096
 _CUT = "\0"  # marks where to cut a text into sentences, unless the text holds it
 _CUT_SENTENCE_END = "." + _CUT + WORD_START
 
@@ -103,6 +105,7 @@ class WordMemo:
         self.stats = MemoStats()
         self._sentences = BoundedMemo(SENTENCE_MEMO_BYTES)
         self._words = BoundedMemo(WORD_MEMO_BYTES)
+        self._decompositions: dict[tuple[str, int], list[Entry | str]] = {}
         self._cuts = forced_cuts(proto, pieces=pieces)
         self._guard = (UnigramGuard(proto, self._processor, pieces=pieces)
                        if proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM else None)
@@ -232,7 +235,7 @@ class WordMemo:
         score = 0.0
         for part in parts:
             if isinstance(part, str):
-                score = self._guard.summed(score, b"".join(before))
+                score = self._guard.summed(score, before)
                 segmented = None if score is None else self._guard.segmented(part, score)
                 if segmented is None:
                     return None
@@ -257,15 +260,30 @@ class WordMemo:
                 entry = self._sentences[key]
             if entry.exponent >= exponent:
                 parts.append(entry)
-            elif self.raw and self.raw_cuts.is_run(key):
-                parts += self._parts(self.raw_cuts.sentences(key), exponent, unkept)
             else:
-                split = self._split_words([key])
-                self._add_words(split)
-                for word in split[0]:
-                    entry = self._words[word]
-                    parts.append(entry if entry.exponent >= exponent else _word_text(word))
+                parts += self._decomposed(key, exponent, unkept)
         return parts
+
+    def _decomposed(self, key: str, exponent: int,
+                    unkept: dict[str, Entry]) -> list[Entry | str]:
+        """`_parts` of a run or sentence that does not allow the exponent: kept a while, since
+        a row's templates hold its text, and their texts' magnitudes mostly share exponents."""
+        found = self._decompositions.get((key, exponent))
+        if found is not None:
+            return found
+        if self.raw and self.raw_cuts.is_run(key):
+            found = self._parts(self.raw_cuts.sentences(key), exponent, unkept)
+        else:
+            split = self._split_words([key])
+            self._add_words(split)
+            found = []
+            for word in split[0]:
+                entry = self._words[word]
+                found.append(entry if entry.exponent >= exponent else _word_text(word))
+        if len(self._decompositions) >= DECOMPOSITIONS_HELD:
+            self._decompositions.clear()
+        self._decompositions[key, exponent] = found
+        return found
 
 
 def _word_text(key: str) -> str:

@@ -32,6 +32,9 @@ from p3data.varints import unpacked
 # SentencePiece scores an unknown character as the lowest piece score minus this (kUnkPenalty).
 _UNKNOWN_PENALTY = 10.0
 _FLOAT32 = struct.Struct("f")
+# Parts' float32 scores `summed` holds at most (per part: a word, a sentence or a run).
+PART_SCORES_HELD = 1 << 14
+_UNFOLDABLE = np.zeros(0, np.float32)  # a part holding an id that is not a normal piece
 
 
 def _float32(value: float) -> float:
@@ -61,6 +64,7 @@ class UnigramGuard:
         self._scores32 = np.array(self._scores, np.float32)
         self._unknown_id = processor.unk_id()
         self._unknown_score = _float32(unknown)
+        self._part_scores: dict[bytes, np.ndarray] = {}  # `summed`'s, by varints
 
     @functools.cached_property
     def _normal(self) -> dict[str, int]:
@@ -131,15 +135,23 @@ class UnigramGuard:
             return entry_of(ids, -best, NEVER)
         return entry_of(ids, -best, math.ceil(24 + math.log2(allowed)) - 1)
 
-    def summed(self, score: float, varints: bytes) -> float | None:
-        """`score` plus the scores of these ids, one at a time in float32, as the Viterbi sums
-        them along its best path; None if an id is not a normal piece (those merged, split
-        into bytes or scored otherwise)."""
-        ids = unpacked(varints)
-        if not self._foldable[ids].all():
-            return None
-        sums = np.add.accumulate(np.append(np.float32(score), self._scores32[ids]))
-        return float(sums[-1])
+    def summed(self, score: float, parts: list[bytes]) -> float | None:
+        """`score` plus the scores of these parts' ids (each packed as varints), one at a time
+        in float32, as the Viterbi sums them along its best path; None if an id is not a
+        normal piece (those merged, split into bytes or scored otherwise)."""
+        scores = [np.array([score], np.float32)]
+        for varints in parts:
+            found = self._part_scores.get(varints)
+            if found is None:  # a row's templates hold its text: its parts come again
+                ids = unpacked(varints)
+                found = self._scores32[ids] if self._foldable[ids].all() else _UNFOLDABLE
+                if len(self._part_scores) >= PART_SCORES_HELD:
+                    self._part_scores.clear()
+                self._part_scores[varints] = found
+            if found is _UNFOLDABLE:
+                return None
+            scores.append(found)
+        return float(np.add.accumulate(np.concatenate(scores, dtype=np.float32))[-1])
 
     def segmented(self, text: str, score: float) -> tuple[list[int], float] | None:
         """A normalized word's ids and the score after it, reached from `score`, as
