@@ -176,9 +176,10 @@ def deal_part(config: CacheConfig, info: TaskInfo, job: PartJob) -> list[dict[st
                  for shard in range(job.shards)]
         return [{file: written[file] for file in (name, shards.index_name(name)) if file}
                 for name in names]
-    if _copied_whole(info, job.shards):  # the part is the shard's records as they are
+    if _copied_whole(info, job):  # the part is the shard's records as they are
         offsets = scan_offsets(path, fs.size(path))
-        dealt = DealtPart([0, int(offsets[-1])], [(np.diff(offsets) - FRAMING).tolist()])
+        dealt = DealtPart([0, int(offsets[-1])], [(np.diff(offsets) - FRAMING).tolist()],
+                          whole=True)
     else:
         dealt = _deal(path, work_dir.dealt(job.task, job.split, job.index, ".tfrecord"),
                       score_eval=info.spec.score_eval, job=job, keep=_kept(config, job))
@@ -274,8 +275,7 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
         raise RuntimeError(f"{job.task}/{job.split}: part {missing[0]} was not dealt")
     with shards.writers([path]) as writers:
         for part, dealt in enumerate(dealt_parts):
-            source_path = (work_dir.part(job.task, job.split, part, ".tfrecord")
-                           if _copied_whole(info, job.shards)
+            source_path = (work_dir.part(job.task, job.split, part, ".tfrecord") if dealt.whole
                            else work_dir.dealt(job.task, job.split, part, ".tfrecord"))
             start, end = dealt.starts[job.index], dealt.starts[job.index + 1]
             with fs.open_read(source_path) as source:
@@ -289,11 +289,11 @@ def write_shard(config: CacheConfig, info: TaskInfo, job: ShardJob) -> dict[str,
     return {name: writers[path].sha256, **_write_indexes(folder, shards, {name: lengths})}
 
 
-def _copied_whole(info: TaskInfo, shards: int) -> bool:
+def _copied_whole(info: TaskInfo, job: PartJob) -> bool:
     """A plain task's part holds its output records as they are: with one output shard, the
-    shard is its parts one after another, with nothing to deal (a capped task's part may hold
-    examples past the cap)."""
-    return shards == 1 and not info.spec.score_eval and info.spec.split_cap is None
+    shard is its parts one after another, with nothing to deal, unless the part holds examples
+    past a cap (`job.threshold`)."""
+    return job.shards == 1 and not info.spec.score_eval and job.threshold is None
 
 
 def finish_split(config: CacheConfig, info: TaskInfo, assembly: SplitAssembly,

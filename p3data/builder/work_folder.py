@@ -148,6 +148,7 @@ class DealtPart:
 
     starts: list[int]
     lengths: list[list[int]]
+    whole: bool = False  # copied whole: the part file holds them, as they are
 
 
 @dataclass(frozen=True)
