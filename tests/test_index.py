@@ -17,6 +17,7 @@ import pytest
 from helpers.cache import run_cache, tree
 
 from p3data.cli import main
+from p3data.format import index as record_index
 from p3data.format.index import (
     RecordIndexError,
     index_for,
@@ -52,13 +53,16 @@ def test_index_names_match_no_seqio_shard_pattern():
         "/c/t/index.train_r1-00003-of-00010.npy")
 
 
-def test_offsets_from_lengths_scan_and_files_agree(tmp_path):
-    payloads = [b"x" * n for n in (0, 1, 127, 128, 5000, 3)]
+def test_offsets_from_lengths_scan_and_files_agree(tmp_path, monkeypatch):
+    payloads = [b"x" * n for n in (0, 1, 127, 128, 5000, 3, 0, 17, 2)]
     shard = tmp_path / "train.tfrecord-00000-of-00001"
     shard.write_bytes(b"".join(map(frame, payloads)))
     offsets = offsets_from_lengths([len(p) for p in payloads])
     assert offsets.dtype == np.dtype("<u8") and offsets[-1] == shard.stat().st_size
-    np.testing.assert_array_equal(scan_offsets(str(shard), shard.stat().st_size), offsets)
+    # scanned a block at a time: blocks ending in every byte of a header, records past them
+    for block in [*range(12, 64), 1 << 20]:
+        monkeypatch.setattr(record_index, "SCAN_BLOCK", block)
+        np.testing.assert_array_equal(scan_offsets(str(shard), shard.stat().st_size), offsets)
     index = tmp_path / "index.train-00000-of-00001.npy"
     write_index(str(index), offsets)
     np.testing.assert_array_equal(np.load(index), offsets)

@@ -20,6 +20,7 @@ from p3data.errors import P3DataError
 from p3data.format.tfrecord import FRAMING, HEADER, CorruptRecordError, masked_crc
 
 DTYPE = np.dtype("<u8")
+SCAN_BLOCK = 1 << 20  # bytes `scan_offsets` reads at a time
 
 
 class RecordIndexError(P3DataError):
@@ -72,12 +73,17 @@ def read_index(path: str, shard_size: int) -> np.ndarray:
 
 def scan_offsets(path: str, size: int) -> np.ndarray:
     """The offsets of a shard's records, found by reading each record's header (the length
-    and its CRC) and seeking past the payload."""
+    and its CRC), from blocks of `SCAN_BLOCK` bytes read at a record's start: small records'
+    headers come a block at a time, a large record's payload is sought past."""
     offsets = [0]
+    block, block_start = b"", 0
     with fs.open_read(path) as handle:
         while (start := offsets[-1]) < size:
             number = len(offsets) - 1
-            header = handle.read(HEADER)
+            if start + HEADER > block_start + len(block):
+                handle.seek(start)
+                block, block_start = handle.read(SCAN_BLOCK), start
+            header = block[start - block_start:start - block_start + HEADER]
             if len(header) < HEADER:
                 raise CorruptRecordError(f"{path}: record {number} is truncated (its header "
                                          f"starts at byte {start}; {len(header)} bytes are there)")
@@ -90,6 +96,5 @@ def scan_offsets(path: str, size: int) -> np.ndarray:
                 raise CorruptRecordError(f"{path}: record {number} is truncated (it starts at "
                                          f"byte {start}; {size - start} of its {end - start} "
                                          "bytes are there)")
-            handle.seek(end)
             offsets.append(end)
     return np.array(offsets, DTYPE)
