@@ -35,8 +35,11 @@ from p3data.tokenize.segment import UnigramGuard
 
 # Per process, the sentence and word memos hold at most this many bytes each between batches
 # (`BoundedMemo`): the sentences of the rows in hand, which their templates share, and the words
-# that recur (English's ~80,000 most used).
-SENTENCE_MEMO_BYTES = 8 << 20
+# that recur (English's ~80,000 most used). A row batch's text (`batching.CHARS_PER_BATCH`) comes
+# back in each of its ~10 templates with runs and rests of its own: the sentences of the rows
+# in hand must outlast a batch's templates (at 8 MB they did not: XL-Sum's news in five
+# scripts tokenized at 1.2x the CPU).
+SENTENCE_MEMO_BYTES = 32 << 20
 WORD_MEMO_BYTES = 16 << 20
 # What an entry costs a process beyond its text and its ids: a dict slot, the key's and the
 # entry's headers (~210 bytes, measured on words).

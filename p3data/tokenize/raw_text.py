@@ -1,9 +1,9 @@
 """Raw text cut into the memo's keys before it is normalized, and each key's normalized text.
 
 Where the model allows (`checks.raw_cut_refusal`), the memo cuts raw text after each ". " and
-after each mark of text written without spaces that `checks.raw_cut_marks` allows ("。", where
-no piece continues past it) and no space follows: a text is its first piece, the run of pieces
-up to its last cut, and the rest (`RawCuts.pieces`). The memo looks a run up whole, so that the
+after each mark that `checks.raw_cut_marks` allows and ASCII has not ("。", "।": no piece
+continues past it), a space after it or not: a text is its first piece, the run of pieces up to
+its last cut, and the rest (`RawCuts.pieces`). The memo looks a run up whole, so that the
 templates of a row, which differ around the row's text, find that text in one lookup, and
 normalizes and segments each piece once, whichever run it comes in.
 
@@ -16,7 +16,6 @@ text that holds a flag character is not cut and is one key, flagged `_WHOLE`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from p3data.tokenize.checks import RAW_SENTENCE_END, WORD_START
@@ -34,29 +33,25 @@ class RawCuts:
         """`normalize`: the model's normalizer; `ascii_sentences`: whether it leaves printable
         ASCII sentences as they are, but for the ▁ in front and for each space
         (`checks.ascii_refusal`)."""
-        # Text written without spaces ends its sentences with marks of its own ("。", "।"):
-        # ASCII ones end sentences in text written with spaces, which ". " cuts.
-        self.marks = marks = "".join(mark for mark in marks if not mark.isascii())
-        # a mark with no space after it: in the text, and the last one in the reversed text
-        self._mark_cut = re.compile(f"[{re.escape(marks)}](?=[^ ])") if marks else None
-        self._last_mark_cut = re.compile(f"(?<=[^ ])[{re.escape(marks)}]") if marks else None
+        # Scripts end sentences with marks of their own ("。", "।", "۔"); ASCII's end those
+        # of text written with spaces, where ". " cuts.
+        self.marks = "".join(mark for mark in marks if not mark.isascii())
         self._normalize = normalize
         self.ascii_sentences = ascii_sentences
 
     def pieces(self, text: str) -> list[str]:
         """The keys of `text`: its first piece, the run up to its last cut (if it has two
-        cuts) and the rest; the text alone if it has no cut. Marks are cut where no space
-        follows them: in text written with spaces, a text's words are what the memo keeps,
-        and more pieces cost more than they save. A mark that ends the text is no cut either:
-        a template's text after its row's would join the run, which the row's other templates
-        would then not share."""
+        cuts) and the rest; the text alone if it has no cut. A mark that ends the text is no
+        cut: a template's text after its row's would join the run, which the row's other
+        templates would then not share."""
         if any(map(text.__contains__, _FLAGS)):
             return [_WHOLE + text]
         first, last = text.find(RAW_SENTENCE_END), text.rfind(RAW_SENTENCE_END)
-        if self._holds_mark(text) and (mark := self._mark_cut.search(text)):
-            first = mark.start() if first < 0 else min(first, mark.start())
-            reversed_mark = self._last_mark_cut.search(text[::-1])
-            last = max(last, len(text) - 1 - reversed_mark.start())
+        if self._holds_mark(text):
+            end = len(text) - 1
+            if marks := [at for mark in self.marks if (at := text.find(mark, 0, end)) >= 0]:
+                first = min(marks) if first < 0 else min(first, *marks)
+                last = max(last, *(text.rfind(mark, 0, end) for mark in self.marks))
         if first < 0:
             return [text]
         head = text[:first + 1]
@@ -73,10 +68,9 @@ class RawCuts:
         run ends at its last cut's mark: nothing comes after it."""
         key = run[1:]
         behind, body = (key[:2], key[2:]) if key.startswith(_BEHIND) else ("", key)
-        if self._holds_mark(body) and self._mark_cut.search(body):
-            for mark in self.marks:  # cut after each, then not where a space follows
-                body = body.replace(mark, mark + _CUT + _BEHIND + mark).replace(
-                    _CUT + _BEHIND + mark + " ", " ")
+        if self._holds_mark(body):
+            for mark in self.marks:
+                body = body.replace(mark, mark + _CUT + _BEHIND + mark)
         body = body.replace(RAW_SENTENCE_END, "." + _CUT)
         keys = (behind + body).split(_CUT)
         return keys[:-1] if keys[-1].startswith(_BEHIND) and len(keys[-1]) == 2 else keys
