@@ -148,7 +148,9 @@ class Part(Protocol):
 
 
 class Collection(Protocol):
-    """A module's tasks and mixtures, defined over the collections it `requires`."""
+    """A module's tasks and mixtures, defined over the collections it `requires`. It may
+    declare a `prefix: str` that every name it defines starts with, so that commands choosing
+    tasks by name define it only when they can reach it (`chosen`)."""
 
     name: str
     requires: tuple[str, ...]
@@ -332,6 +334,34 @@ def define(collections: Iterable[Collection], *, optional: bool = False) -> Task
                 raise
             taskset = taskset.lacking(collection.name, why)
     return taskset
+
+
+def chosen(mixtures: Sequence[str] = (), patterns: Sequence[str] = ()) -> list[TaskDef]:
+    """`load_definitions().select(mixtures, patterns)`, defining only the collections whose
+    names these can reach (by their `prefix`): a T0 job defines none of xP3's tasks, an xP3
+    job not xP3mt's. A collection that cannot load is left out as there."""
+    installed = installed_collections()
+    reached = [name for name, collection in installed.items()
+               if any(_may_start(item, getattr(collection, "prefix", ""))
+                      for item in [*mixtures, *patterns])]
+    taskset = define(in_order(installed, reached or None), optional=True)
+    return taskset.select(mixtures, patterns)
+
+
+def _may_start(pattern: str, prefix: str) -> bool:
+    """Whether a name that `pattern` (a name, or a regex matched whole) matches may start with
+    `prefix`: its literal head (up to its first regex syntax, less a character that may be
+    repeated no times) and the prefix agree where both reach. A top-level `|` may start
+    anything (with `[` or `\\` in the pattern, any `|` counts as top-level)."""
+    head = re.match(r"[\w-]*", pattern).group()
+    if pattern[len(head):len(head) + 1] in ("?", "*", "{"):
+        head = head[:-1]
+    depth, bracketed = 0, "[" in pattern or "\\" in pattern
+    for char in pattern:
+        depth += (char == "(") - (char == ")")
+        if char == "|" and (depth == 0 or bracketed):
+            return True
+    return head.startswith(prefix) or prefix.startswith(head)
 
 
 def load_definitions(collections: Iterable[str] | None = None) -> TaskSet:

@@ -22,6 +22,7 @@ from p3data.taskset import (
     CollectionUnavailable,
     Contribution,
     TaskSet,
+    chosen,
     define,
     in_order,
     installed_collections,
@@ -293,3 +294,39 @@ def test_peek_and_list_take_a_variant_and_a_few_shot_mixture(fewshot_cache, caps
     assert main(["peek", str(fewshot_cache), "super_glue_copa_exercise_score_eval_3shot",
                  "--split", "validation", "-n", "1"]) == 0
     assert "num_shots: 3" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("mixtures", "patterns"), [
+    (["t0_train"], []), (["xp3_zh"], []), (["xp3mt_zh"], []), (["xp3_eval"], []),
+    (["t0_eval_score_eval_3shot"], ["super_glue_copa_.*"]),
+    ([], ["xp3_GEM_xlsum_(?:chinese_simplified|chinese_traditional)_.*"]),
+    ([], ["super_glue_copa_.*|xp3mt_paws_x_es_.*"]), ([], ["[x]p3mt_paws_x_es_.*"]),
+    ([], ["xp3m?t?_glue_mrpc_.*"]), ([], ["xp3mx?t_paws_x_es_.*"]), ([], [".*_score_eval"]),
+    ([], ["xp3mt_paws_x_es_.*", "super_glue_copa_.*"]),
+])
+def test_chosen_tasks_are_the_whole_sets(xp3_home, monkeypatch, mixtures, patterns):
+    """Defining only the collections a request reaches chooses what the whole set chooses
+    (names, mixtures, regexes whose head is literal, quantified, alternated or bracketed)."""
+    monkeypatch.setenv(ENV_HOME, str(xp3_home))
+    whole = [spec.name for spec in load_definitions().select(mixtures, patterns)]
+    assert whole and [spec.name for spec in chosen(mixtures, patterns)] == whole
+
+
+def test_chosen_defines_no_collection_its_names_cannot_reach(xp3_home, monkeypatch):
+    """A T0 mixture defines none of xP3's collections (~1 CPU-s), an xP3 pattern not xP3mt's."""
+    from p3data.xp3_recipe import collections
+
+    monkeypatch.setenv(ENV_HOME, str(xp3_home))
+
+    def refused(self, base):
+        raise AssertionError(f"{self.name} defined")
+
+    monkeypatch.setattr(collections.XP3Collection, "define", refused)
+    monkeypatch.setattr(collections.XP3EvalCollection, "define", refused)
+    assert len(chosen(["t0_train"])) == 313
+    monkeypatch.undo()
+    monkeypatch.setenv(ENV_HOME, str(xp3_home))
+    monkeypatch.setattr(collections.XP3MT, "define", refused.__get__(collections.XP3MT))
+    assert len(chosen([], ["xp3_GEM_xlsum_chinese_simplified_.*"])) == 9
+    with pytest.raises(AssertionError, match="xp3mt defined"):
+        chosen(["xp3mt_zh"])

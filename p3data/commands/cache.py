@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from p3data.builder.jobs import CacheConfig
     from p3data.builder.summary import summary_table
     from p3data.format.shard_format import SHARD_FORMATS
-    from p3data.taskset import load_definitions, one_vocabulary
+    from p3data.taskset import chosen, one_vocabulary
     from p3data.vocab import read_vocabulary
 
     require("apache_beam", "pyarrow")
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         from p3data.format.arrayrecord_shards import package
 
         package()  # or one line naming the extra
-    specs = load_definitions().select(args.mixture, args.tasks)
+    specs = chosen(args.mixture, args.tasks)
     vocabulary = one_vocabulary(specs)  # the tasks' collection's: T0's T5, xP3's mT5
     config = CacheConfig(
         output_dir=fs.without_trailing_slash(args.output_dir),

@@ -118,7 +118,7 @@ def selection(catalog: Catalog, names: Sequence[str], mixtures: Sequence[str],
     """Each dataset once, in the order asked: those named (a dataset with subsets stands for
     all of them), then those of the tasks chosen as `p3data cache` chooses them."""
     from p3data.dataset_key import DatasetKey
-    from p3data.taskset import load_definitions
+    from p3data.taskset import chosen
 
     entries = []
     for name in names:
@@ -126,7 +126,7 @@ def selection(catalog: Catalog, names: Sequence[str], mixtures: Sequence[str],
         subsets = [e for e in catalog if key.subset is None and e.dataset == key.dataset]
         entries += [catalog[key]] if key in catalog or not subsets else subsets
     if mixtures or patterns:
-        entries += [spec.entry for spec in load_definitions().select(mixtures, patterns)]
+        entries += [spec.entry for spec in chosen(mixtures, patterns)]
     if not entries:
         raise P3DataError("nothing to fetch: name datasets (e.g. trec super_glue/copa), "
                           "mixtures or task patterns", setting="tasks")

@@ -12,10 +12,10 @@ from p3data.commands.options import add_data_options, rate, token_lengths
 def run(args: argparse.Namespace) -> int:
     from p3data.quality.common import TokenCounter, data_root
     from p3data.quality.validate import Thresholds, as_json, format_report, validate
-    from p3data.taskset import load_definitions
+    from p3data.taskset import chosen
 
     mixtures = [args.mixture] if args.mixture else []
-    specs = load_definitions().select(mixtures, args.tasks)
+    specs = chosen(mixtures, args.tasks)
     root = data_root(args.data_dir)
     tokens = TokenCounter(args.vocab) if args.vocab else TokenCounter()
     result = validate(specs, root, tokens, lengths=args.lengths, split=args.split,

@@ -48,7 +48,7 @@ class XP3Collection:
     requires: tuple[str, ...] = ()
 
     def __init__(self, name: str):
-        self.name = name
+        self.name = self.prefix = name  # its names: `xp3`, `xp3_<lang>`, `xp3_<task>`
 
     def define(self, base: TaskSet) -> Contribution:
         templates = _templates(self.name, rf"{self.name}(_.*)?")
@@ -62,6 +62,7 @@ class XP3EvalCollection:
     templates of the `xp3mt` branch, which xmtf's rank evaluation used."""
 
     name = "xp3eval"
+    prefix = "xp3_"  # `xp3_eval`, `xp3_<task>_score_eval`
     requires: tuple[str, ...] = ()
 
     def define(self, base: TaskSet) -> Contribution:
