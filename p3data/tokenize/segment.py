@@ -32,8 +32,9 @@ from p3data.varints import unpacked
 # SentencePiece scores an unknown character as the lowest piece score minus this (kUnkPenalty).
 _UNKNOWN_PENALTY = 10.0
 _FLOAT32 = struct.Struct("f")
-# Parts' float32 scores `summed` holds at most (per part: a word, a sentence or a run).
-PART_SCORES_HELD = 1 << 14
+# Parts' float32 scores `summed` holds at most (a word, a sentence or a run each: a run of
+# ~1,000 ids holds 4 KB, so a few MB; a row batch's parts mostly fit).
+PART_SCORES_HELD = 1 << 12
 _UNFOLDABLE = np.zeros(0, np.float32)  # a part holding an id that is not a normal piece
 
 
