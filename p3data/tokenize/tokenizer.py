@@ -99,8 +99,9 @@ class Tokenizer:
         """`memo`: whether to memoize texts, sentences and words (None: `memo_setting()`);
         without, each text goes to `SentencePieceProcessor.encode`, for the same ids."""
         self.model_sha256 = hashlib.sha256(model).hexdigest()
-        self._proto = model_pb2.ModelProto.FromString(with_extra_ids(model, extra_ids))
-        self._processor = loaded(self._proto.SerializeToString())
+        seqio_model = with_extra_ids(model, extra_ids)
+        self._proto = model_pb2.ModelProto.FromString(seqio_model)
+        self._processor = loaded(seqio_model)
         self._memoized = memo_setting() if memo is None else memo
         self._off = None if self._memoized else "turned off by " + (
             "memo=False" if memo is False else ENV_MEMO)
