@@ -9,6 +9,7 @@ import functools
 import http.server
 import io
 import os
+import subprocess
 import tarfile
 import threading
 from collections.abc import Callable, Iterator
@@ -24,17 +25,29 @@ ENV_ARCHIVES = "P3DATA_XP3_ARCHIVES"
 
 def shared_archive(spec: TemplateSet) -> Path:
     """The fork's tarball of `spec`'s commit, from the folder the tests are given, else the
-    first `shared/xp3/` found going up from the repository (wherever CI clones it)."""
+    first `shared/xp3/` found going up from the repository (wherever CI clones it) or, for a
+    clone of a checkout on this machine (`git clone . elsewhere`), from that checkout."""
     if given := os.environ.get(ENV_ARCHIVES):
         folders = [Path(given)]
     else:
-        folders = [up / "shared" / "xp3" for up in Path(__file__).resolve().parents[3:]]
+        repositories = [Path(__file__).resolve().parents[2], *_local_origin()]
+        folders = [up / "shared" / "xp3" for repository in repositories
+                   for up in repository.parents]
     name = f"promptsource-{spec.commit}.tar.gz"
     if found := next((folder / name for folder in folders if (folder / name).is_file()), None):
         return found
     pytest.fail(f"{name} is in none of {', '.join(map(str, folders))}: these tests install "
                 f"xP3's templates from the fork's archives; set {ENV_ARCHIVES} to the folder "
                 "holding them")
+
+
+def _local_origin() -> list[Path]:
+    """The checkout this repository was cloned from, when that is a folder on this machine."""
+    found = subprocess.run(["git", "-C", str(Path(__file__).parent), "config", "--get",
+                            "remote.origin.url"], capture_output=True, text=True, check=False)
+    origin = Path(found.stdout.strip())
+    local = found.returncode == 0 and origin.is_absolute() and origin.is_dir()
+    return [origin.resolve()] if local else []
 
 
 Member = tuple[tarfile.TarInfo, bytes | None]
