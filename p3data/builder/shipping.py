@@ -10,7 +10,6 @@ size. Its name is its digest, so a worker of an earlier job never reads a later 
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import pickle
 import threading
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 
 from p3data import fs
 from p3data.builder.jobs import CachePlan
+from p3data.gc_paused import collection_paused
 
 _received: dict[str, CachePlan] = {}  # this process's plan, by path (the latest only)
 _receiving = threading.Lock()  # a worker's steps set up in several threads read it once
@@ -35,11 +35,10 @@ class ShippedPlan:
         with _receiving:
             if self.path not in _received:
                 data = zlib.decompress(fs.read_bytes(self.path))
-                gc.disable()  # unpickling creates many objects, and a collection at each
-                try:  # threshold walks them all again (2.5x the CPU for every task's plan)
+                # unpickling creates many objects, and a collection at each threshold walks
+                # them all again (2.5x the CPU for every task's plan)
+                with collection_paused():
                     plan = pickle.loads(data)
-                finally:
-                    gc.enable()
                 _received.clear()
                 _received[self.path] = plan
             return _received[self.path]

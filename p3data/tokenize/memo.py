@@ -12,6 +12,7 @@ long text's packed ids are a join of a few byte strings.
 from __future__ import annotations
 
 import math
+import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -110,6 +111,9 @@ class WordMemo:
         self._words = BoundedMemo(WORD_MEMO_BYTES)
         self._decompositions: dict[tuple[str, int], list[Entry | str]] = {}
         self._cuts = forced_cuts(proto, pieces=pieces)
+        # whether a word holds a mark before its end: where `_cuts` may cut it (one C search)
+        marks = "".join(pieces.mark_followers)
+        self._mark_inside = re.compile(f"[{re.escape(marks)}].").search if marks else None
         self._guard = (UnigramGuard(proto, self._processor, pieces=pieces)
                        if proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM else None)
 
@@ -185,7 +189,7 @@ class WordMemo:
     def _cut(self, key: str) -> list[str]:
         """A word key's parts' keys (`checks.forced_cuts`): each part after the first is keyed
         as a head is (its text followed by ▁), which is what it is to the model."""
-        if len(key) <= CUT_MIN_CHARS:
+        if len(key) <= CUT_MIN_CHARS or not self._mark_inside(key):
             return [key]
         head = key.endswith(WORD_START)
         parts = self._cuts.findall(key[:-1] if head else key)

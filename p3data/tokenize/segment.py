@@ -17,9 +17,9 @@ by single piece scores: nothing to guard.
 from __future__ import annotations
 
 import functools
-import math
 import re
 import struct
+from itertools import chain
 
 import numpy as np
 import sentencepiece as spm
@@ -27,7 +27,7 @@ from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from p3data.tokenize.checks import PIECE, Pieces
 from p3data.tokenize.entries import ALWAYS, NEVER, Entry, entry_of
-from p3data.varints import unpacked
+from p3data.varints import packed_runs, unpacked
 
 # SentencePiece scores an unknown character as the lowest piece score minus this (kUnkPenalty).
 _UNKNOWN_PENALTY = 10.0
@@ -60,9 +60,9 @@ class UnigramGuard:
         self._scores = np.where(pieces.types == PIECE.UNKNOWN, unknown, pieces.scores).tolist()
         user_defined = [re.escape(p) for p in pieces.of_types(PIECE.USER_DEFINED)]
         self._user_defined = re.compile("|".join(user_defined)) if user_defined else None
-        self._foldable = normal
-        self._not_normal = set(np.flatnonzero(~normal).tolist())
-        self._scores32 = np.array(self._scores, np.float32)
+        self._normal_ids = normal
+        self._scores64 = np.array(self._scores)
+        self._scores32 = self._scores64.astype(np.float32)
         self._unknown_id = processor.unk_id()
         self._unknown_score = _float32(unknown)
         self._part_scores: dict[bytes, np.ndarray] = {}  # `summed`'s, by varints
@@ -85,22 +85,41 @@ class UnigramGuard:
         are made of normal pieces, whose scores are the model's: a word trusted at some
         exponent has a margin over the runner-up that rounding in either Viterbi cannot cross
         from its own magnitude, so `encode` finds the same path; an untrusted word's ids are
-        never used (`memo` segments it again). Other words are encoded (`word_entry`)."""
-        entries: list[Entry | None] = []
-        for text, nbest in zip(texts, self._processor.nbest_encode_as_ids(texts, nbest_size=2),
-                               strict=True):
-            if (self._user_defined and self._user_defined.search(text)) or any(
-                    not self._not_normal.isdisjoint(ids) for ids in nbest):
-                entries.append(None)
-                continue
-            scores = [sum(map(self._scores.__getitem__, ids)) for ids in nbest]
-            margin = scores[0] - scores[1] if len(nbest) > 1 else None
-            entries.append(self._entry(nbest[0], scores[0], margin, len(text)))
-        others = [i for i, entry in enumerate(entries) if entry is None]
-        if others:
+        never used (`memo` segments it again). Other words are encoded (`word_entry`). The
+        batch is scored and packed in numpy: a text written without spaces brings a word
+        (a sentence) per ~20 characters, each new."""
+        nbest = self._processor.nbest_encode_as_ids(texts, nbest_size=2)
+        paths = list(chain.from_iterable(nbest))  # 1 or 2 per word (empty text: one, empty)
+        per_word = np.fromiter(map(len, nbest), np.int64, len(nbest))
+        lengths = np.fromiter(map(len, paths), np.int64, len(paths))
+        ids = np.fromiter(chain.from_iterable(paths), np.int64, int(lengths.sum()))
+        path_of_id = np.repeat(np.arange(len(paths)), lengths)
+        # summed in order in double, as `sum` would (bincount adds each bin's weights in order)
+        scores = np.bincount(path_of_id, self._scores64[ids], len(paths))
+        odd = np.bincount(path_of_id, ~self._normal_ids[ids], len(paths)) > 0
+        first = np.cumsum(per_word) - per_word
+        two = per_word > 1
+        second = np.where(two, first + 1, first)
+        refused = odd[first] | odd[second]
+        if self._user_defined:
+            refused |= np.fromiter(map(bool, map(self._user_defined.search, texts)), bool,
+                                   len(texts))
+        margins = np.where(two, scores[first] - scores[second], np.nan)
+        exponents = self._exponents(margins, np.fromiter(map(len, texts), np.int64, len(texts)))
+        is_first = np.zeros(len(paths), bool)
+        is_first[first] = True
+        best_ids = ids[is_first[path_of_id]]
+        counts = lengths[first]
+        special = np.bincount(np.repeat(np.arange(len(texts)), counts), best_ids <= 1,
+                              len(texts))  # padding and EOS, which `tokens` leaves out
+        entries = list(map(Entry, packed_runs(best_ids, counts),
+                           (counts - special.astype(np.int64)).tolist(),
+                           (-scores[first]).tolist(), exponents.tolist()))
+        if refused.any():
+            others = np.flatnonzero(refused).tolist()
             encoded = self._processor.encode([texts[i] for i in others], num_threads=1)
-            for i, ids in zip(others, encoded, strict=True):
-                entries[i] = self.word_entry(texts[i], ids)
+            for i, word_ids in zip(others, encoded, strict=True):
+                entries[i] = self.word_entry(texts[i], word_ids)
         return entries
 
     def word_entry(self, text: str, ids: list[int]) -> Entry:
@@ -118,23 +137,26 @@ class UnigramGuard:
                 not abs(sum(map(self._scores.__getitem__, ids)) - best) < margin / 2
                 and self._processor.nbest_encode_as_ids(text, nbest_size=1)[0] != ids):
             return entry_of(ids, -best, NEVER)
-        return self._entry(ids, best, margin, len(text))
+        margins = np.array([np.nan if margin is None else margin])
+        return entry_of(ids, -best, int(self._exponents(margins, np.array([len(text)]))[0]))
 
-    def _entry(self, ids: list[int], best: float, margin: float | None, length: int) -> Entry:
-        """The entry of a word of `length` characters whose best path (`ids`) scores `best`,
-        `margin` above the runner-up (None: it has none)."""
-        if margin is None:  # the only segmentation there is
-            return entry_of(ids, -best, ALWAYS)
-        # Needed: margin > 2 paths x 2 (text, alone) x length/2 x spacing, x 2 to spare (which
-        # also covers NBest's own rounding of the margin). The
-        # spacing at exponent e (magnitudes in [2**(e-1), 2**e)) is 2**(e-24); the text's and
-        # the word's own parts of the magnitude at most double it: the largest e with
-        # 8 x length x spacing below the margin, if the word's own part passes on its own.
-        allowed = margin / (8 * length)
-        own = self._max_magnitude * length
-        if allowed <= 0 or math.ldexp(1.0, math.frexp(own)[1] - 24) >= allowed:
-            return entry_of(ids, -best, NEVER)
-        return entry_of(ids, -best, math.ceil(24 + math.log2(allowed)) - 1)
+    def _exponents(self, margins: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """Per word of `lengths` characters whose best path scores `margins` above the
+        runner-up (NaN: it has none, the only segmentation there is: `ALWAYS`), the largest
+        exponent of a text's magnitude at which rounding cannot change its path.
+
+        Needed: margin > 2 paths x 2 (text, alone) x length/2 x spacing, x 2 to spare (which
+        also covers NBest's own rounding of the margin). The spacing at exponent e (magnitudes
+        in [2**(e-1), 2**e)) is 2**(e-24); the text's and the word's own parts of the magnitude
+        at most double it: the largest e with 8 x length x spacing below the margin, if the
+        word's own part passes on its own."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            allowed = margins / (8 * lengths)
+            own_spacing = np.ldexp(1.0, np.frexp(self._max_magnitude * lengths)[1] - 24)
+            exponents = np.ceil(24 + np.log2(allowed)) - 1
+        never = ~(allowed > 0) | (own_spacing >= allowed)
+        exponents = np.where(never, NEVER, exponents)
+        return np.where(np.isnan(margins), ALWAYS, exponents).astype(np.int64)
 
     def summed(self, score: float, parts: list[bytes]) -> float | None:
         """`score` plus the scores of these parts' ids (each packed as varints), one at a time
@@ -145,7 +167,7 @@ class UnigramGuard:
             found = self._part_scores.get(varints)
             if found is None:  # a row's templates hold its text: its parts come again
                 ids = unpacked(varints)
-                found = self._scores32[ids] if self._foldable[ids].all() else _UNFOLDABLE
+                found = self._scores32[ids] if self._normal_ids[ids].all() else _UNFOLDABLE
                 if len(self._part_scores) >= PART_SCORES_HELD:
                     self._part_scores.clear()
                 self._part_scores[varints] = found
