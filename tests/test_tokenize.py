@@ -29,7 +29,7 @@ from p3data.tokenize import memo as tokenize_memo
 from p3data.tokenize import segment as tokenize_segment
 from p3data.tokenize import tokenizer as tokenizer_module
 from p3data.tokenize.tokenizer import ENV_MEMO, with_extra_ids
-from p3data.vocab import SAMPLE_VOCAB
+from p3data.vocab import SAMPLE_VOCAB, XP3_SAMPLE_VOCAB
 
 EXTRA_IDS = 100
 # seqio's tiny test model, found without importing seqio (and TensorFlow)
@@ -211,6 +211,24 @@ def test_ties_in_long_texts_are_segmented_where_they_stand(model, monkeypatch):
             for ids in tokenizer.encode(texts[i:i + 50])] == plain
     stats = tokenizer.memo.stats
     assert stats.plain_texts == 0 and stats.resegmented_texts > len(texts) / 3
+
+
+def test_near_ties_are_trusted_only_as_far_as_the_bound_proves():
+    """Alone, "▁wana" "ishi" beats "▁" "wana" "ishi" by ~0.001 (xP3's sample vocabulary): after
+    ~800 words of other text SentencePiece's float32 sums keep the other one at some offsets.
+    The memo trusts such a word's ids only below the exponent its margin proves (a bound 2**7
+    looser trusts them where they flip), segments it again where it stands beyond that, and
+    every text's ids are SentencePiece's."""
+    model = XP3_SAMPLE_VOCAB.read_bytes()
+    texts = [" ".join(["kubwa"] * count + ["wanaishi"]) for count in range(10, 1500, 7)]
+    processor = spm.SentencePieceProcessor(model_proto=model)
+    alone = processor.encode("wanaishi")
+    plain = processor.encode(texts)
+    assert any(ids[-len(alone):] != alone for ids in plain)  # the tie flips in some texts
+    tokenizer = Tokenizer(model, 0)
+    assert [ids for i in range(0, len(texts), 16) for ids in tokenizer.encode(texts[i:i + 16])
+            ] == plain
+    assert tokenizer.memo.stats.resegmented_texts > len(texts) / 2  # not encoded plainly
 
 
 @pytest.mark.parametrize("held", [1, 4096], ids=["let go", "held"])

@@ -111,7 +111,7 @@ class WordMemo:
         self._words = BoundedMemo(WORD_MEMO_BYTES)
         self._decompositions: dict[tuple[str, int], list[Entry | str]] = {}
         self._cuts = forced_cuts(proto, pieces=pieces)
-        # whether a word holds a mark before its end: where `_cuts` may cut it (one C search)
+        # whether a sentence holds a mark before its end: where `_cuts` may cut a word of it
         marks = "".join(pieces.mark_followers)
         self._mark_inside = re.compile(f"[{re.escape(marks)}].").search if marks else None
         self._guard = (UnigramGuard(proto, self._processor, pieces=pieces)
@@ -178,18 +178,20 @@ class WordMemo:
         return [joined(list(map(get, words))) for words in split]
 
     def _split_words(self, keys: list[str]) -> list[list[str]]:
-        """The word keys of sentence keys, long words cut where the model forces a cut."""
-        split = self._whole_words(keys)
+        """The word keys of sentence keys, long words cut where the model forces a cut (only
+        a sentence with a mark before its end may have one: one C search each)."""
+        texts = self.raw_cuts.normalized(keys) if self.raw else keys
+        split = list(map(_word_keys, texts))
         if self._cuts is None:
             return split
-        return [list(chain.from_iterable(map(self._cut, words)))
-                if max(map(len, words), default=0) > CUT_MIN_CHARS else words
-                for words in split]
+        inside, cut = self._mark_inside, self._cut
+        return [list(chain.from_iterable(map(cut, words))) if inside(text) else words
+                for text, words in zip(texts, split, strict=True)]
 
     def _cut(self, key: str) -> list[str]:
         """A word key's parts' keys (`checks.forced_cuts`): each part after the first is keyed
         as a head is (its text followed by ▁), which is what it is to the model."""
-        if len(key) <= CUT_MIN_CHARS or not self._mark_inside(key):
+        if len(key) <= CUT_MIN_CHARS:
             return [key]
         head = key.endswith(WORD_START)
         parts = self._cuts.findall(key[:-1] if head else key)
@@ -197,17 +199,6 @@ class WordMemo:
             return [key]
         first = parts[0] + WORD_START if head else parts[0]
         return [first, *(part + WORD_START for part in parts[1:] if part)]
-
-    def _whole_words(self, keys: list[str]) -> list[list[str]]:
-        """The word keys of sentence keys."""
-        texts = self.raw_cuts.normalized(keys) if self.raw else keys
-        split = [text.split(WORD_START) for text in texts]
-        for words in split:
-            if words[0]:
-                words[0] += WORD_START  # the head's key
-            else:
-                del words[0]
-        return split
 
     def _add_words(self, split: list[list[str]]) -> int:
         """Segment the words of these sentences not held yet; how many there were."""
@@ -291,6 +282,16 @@ class WordMemo:
             self._decompositions.clear()
         self._decompositions[key, exponent] = found
         return found
+
+
+def _word_keys(text: str) -> list[str]:
+    """The word keys of a normalized sentence: its head's (if any) is its text followed by ▁."""
+    words = text.split(WORD_START)
+    if words[0]:
+        words[0] += WORD_START
+    else:
+        del words[0]
+    return words
 
 
 def _word_text(key: str) -> str:

@@ -3,15 +3,15 @@
 SentencePiece's Viterbi adds float32 scores from the start of the text, so where two
 segmentations of a word score nearly alike (exact ties are common: "▁" "==" "=" against "▁" "="
 "=="), which one it keeps depends on rounding at the magnitude of the text's score so far.
-Rounding moves a path's score by at most half a float32 spacing per piece, in the text and
-alone, at a magnitude bounded by the summed magnitudes of the text's words plus the word's own
-worst case: a word's margin over its runner-up (`NBestEncode`) must beat that for both paths,
-twice over. Each word keeps the largest exponent of the text's magnitude at which it does
-(`UnigramGuard.word_entry`). In a text beyond some of its words' exponents, the memo has those
-words segmented again where they stand (`UnigramGuard.segmented`), else the text is encoded
-plainly. Words holding a user-defined piece are never trusted (`NBestEncode` scores those
-pieces by characters, `Encode` by bytes), nor words whose ids are not NBest's best. BPE merges
-by single piece scores: nothing to guard.
+Rounding moves a path's score by at most half a float32 spacing per piece: in the text, at a
+magnitude bounded by the summed magnitudes of the text's words plus the word's own worst case,
+and alone (where `NBestEncode` measured the margin), at the word's own: a word's margin over
+its runner-up must beat that for both paths, twice over. Each word keeps the largest exponent
+of the text's magnitude at which it does (`UnigramGuard.word_entries`). In a text beyond some
+of its words' exponents, the memo has those words segmented again where they stand
+(`UnigramGuard.segmented`), else the text is encoded plainly. Words holding a user-defined
+piece are never trusted (`NBestEncode` scores those pieces by characters, `Encode` by bytes),
+nor words whose ids are not NBest's best. BPE merges by single piece scores: nothing to guard.
 """
 
 from __future__ import annotations
@@ -145,14 +145,17 @@ class UnigramGuard:
         runner-up (NaN: it has none, the only segmentation there is: `ALWAYS`), the largest
         exponent of a text's magnitude at which rounding cannot change its path.
 
-        Needed: margin > 2 paths x 2 (text, alone) x length/2 x spacing, x 2 to spare (which
-        also covers NBest's own rounding of the margin). The spacing at exponent e (magnitudes
-        in [2**(e-1), 2**e)) is 2**(e-24); the text's and the word's own parts of the magnitude
-        at most double it: the largest e with 8 x length x spacing below the margin, if the
-        word's own part passes on its own."""
+        Rounding moves each path's score by at most half a spacing per piece (a word of
+        length L has at most L pieces), in the text (the Viterbi) and alone (NBest, which
+        measured the margin). The spacing at exponent e (magnitudes in [2**(e-1), 2**e)) is
+        2**(e-24); in a text of exponent e, the text's and the word's own parts of the
+        magnitude at most double it; alone, the word's magnitude is at most its own worst case
+        (`own`: every character unknown). Needed, x 2 to spare: margin > 2 x 2 paths x L x
+        (spacing(e) + spacing(own) / 2), so spacing(e) < margin / 4L - spacing(own) rounded
+        up: the largest such e, if the word's own part passes on its own."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            allowed = margins / (8 * lengths)
             own_spacing = np.ldexp(1.0, np.frexp(self._max_magnitude * lengths)[1] - 24)
+            allowed = margins / (4 * lengths) - own_spacing
             exponents = np.ceil(24 + np.log2(allowed)) - 1
         never = ~(allowed > 0) | (own_spacing >= allowed)
         exponents = np.where(never, NEVER, exponents)
