@@ -19,7 +19,7 @@ from p3data import metrics, t0
 from p3data.datasets.catalog import Catalog, read_catalog_file
 from p3data.fewshot import VariantMixture, VariantSpec
 from p3data.format.features import FEWSHOT_FEATURES, TOKEN_FEATURES
-from p3data.gc_paused import collection_paused
+from p3data.gc_policy import collection_paused
 from p3data.preprocessors import rank_classification
 from p3data.sources import FewshotSource, PromptedSource, tf_dtype
 from p3data.taskset import RATE_SPLIT, MixtureDef, TaskDef, TaskSet

@@ -43,6 +43,7 @@ from p3data.builder.pool_work import build_pool_parts, merge_pool
 from p3data.builder.shard_work import process_unit
 from p3data.builder.shipping import ShippedPlan, ship
 from p3data.builder.work_folder import SplitSummary, UnitMarker, write_json
+from p3data.gc_policy import long_lived_frozen
 from p3data.pipelines.workers import service_refusals
 from p3data.tokenize import Tokenizer
 
@@ -69,6 +70,7 @@ class _Tokenizing(_PlanStep):
     def setup(self) -> None:
         super().setup()
         self.tokenizer = Tokenizer(self.config.vocab_model, self.config.extra_ids)
+        long_lived_frozen()  # the plan, the model, TensorFlow: walked by no later collection
 
 
 class BuildPoolParts(_Tokenizing):

@@ -109,6 +109,32 @@ def test_each_sentence_is_normalized_once_whichever_run_it_comes_in():
     assert (stats.pieces, stats.new_pieces) == (9, 8)
 
 
+# A first sentence with no space in it (a URL, a code line, Chinese), then more text
+NO_SPACE = "https://example.org/news/2021/a-long-path."
+ROW = f"{NO_SPACE} Second sentence here. The end"
+
+
+@pytest.mark.parametrize("name", ["sample", "seqio", "bpe", "case fold"])
+def test_a_first_sentence_without_spaces_is_cut_from_the_words_before_it(models, name):
+    """Templates put their own words, then a space, before a row's text: where its first
+    sentence has no space in it, it is cut at that space if the character before the space is
+    printable ASCII, so every template shares it; with anything else before the space (raw ▁,
+    other spaces, marks, accents), it is not, nor where the model's rules rewrite ASCII
+    ("case fold"). Ids are SentencePiece's in every case."""
+    texts = [f"Doc{edge} {ROW}{suffix}" for edge in EDGES for suffix in ["", ". Summary:"]]
+    texts += [ROW, f"  {ROW}", f"Doc: x{ROW}"]
+    tokenizer = Tokenizer(models[name], EXTRA_IDS)
+    assert tokenizer.encode(texts) == _plain(models[name], texts)
+    cuts = tokenizer.memo.raw_cuts
+    for edge in ("", ":", "?", "x", '"', ")"):
+        expected = [f"Doc{edge}", NO_SPACE] if cuts.ascii_sentences else [f"Doc{edge} {NO_SPACE}"]
+        assert cuts.pieces(f"Doc{edge} {ROW}")[:len(expected)] == expected
+    for edge in ("\u2581", "\u3000", "\u00a0", "\u0301", "。"):
+        assert cuts.pieces(f"Doc{edge} {ROW}")[0] == f"Doc{edge} {NO_SPACE}"
+    assert cuts.pieces("Doc: short. More. End")[0] == "Doc: short."  # too short to cut
+    assert cuts.ascii_sentences is (name != "case fold")
+
+
 def test_refusals_name_their_reason(models):
     def edited(edit) -> model_pb2.ModelProto:
         proto = _proto(models["sample"])

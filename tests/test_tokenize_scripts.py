@@ -111,7 +111,7 @@ def _varint(value: int) -> bytes:
 
 # Cut points to try: punctuation runs, marks a piece may continue, NFKC forms of marks
 # (fullwidth, halfwidth), mixed scripts and spaces around marks, all inside words over
-# `memo.CUT_MIN_CHARS`.
+# `raw_text.UNSPACED_MIN_CHARS`.
 ADVERSARIAL = ["。。。", "。」", "「", "」。", "！？", "!!!", "?!", "｡", "，", "、、", "…", "‥",
                "...", ",", "。1", "。a", "(", ")", "\"", "'", "。 ", " 。", "\u3000", "。\u3000",
                "_", "-", "—", "،", "।", "۔", "x", "1", "ภาษา", "한국", "مرحبا", "中文"]
@@ -232,3 +232,17 @@ def test_raw_cuts_after_marks_and_sentence_ends_keep_sentencepieces_ids(loaded):
         assert [ids for start in range(0, len(texts), 60)
                 for ids in tokenizer.encode(texts[start:start + 60])] == processor.encode(
                     texts, num_threads=1), model_name
+
+
+def test_a_first_sentence_without_spaces_is_shared_by_the_templates_around_it(loaded):
+    """A Chinese row's text after a template's words and a space: its first sentence is cut
+    from them (the model cuts after "。"), so each template finds it in the memo; ids are
+    SentencePiece's."""
+    processor, tokenizer = loaded["trained"]
+    assert "。" in tokenizer.memo.raw_cuts.marks
+    row = "".join(SENTENCES["chinese"][:4])
+    first = row[:row.index("。") + 1]
+    texts = [prompt.format(row) for prompt in ["Doc: {}", "Content: {}\\nSummary:", "{}"]]
+    assert tokenizer.encode(texts) == processor.encode(texts)
+    assert [tokenizer.memo.raw_cuts.pieces(text)[0] for text in texts] == ["Doc:", "Content:",
+                                                                           first]

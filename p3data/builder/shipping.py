@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from p3data import fs
 from p3data.builder.jobs import CachePlan
-from p3data.gc_paused import collection_paused
+from p3data.gc_policy import collection_paused
 
 _received: dict[str, CachePlan] = {}  # this process's plan, by path (the latest only)
 _receiving = threading.Lock()  # a worker's steps set up in several threads read it once

@@ -31,7 +31,7 @@ from p3data.tokenize.checks import (
     raw_cut_refusal,
 )
 from p3data.tokenize.entries import NEVER, Entry, entry_of, joined, trusted
-from p3data.tokenize.raw_text import RawCuts
+from p3data.tokenize.raw_text import UNSPACED_MIN_CHARS, RawCuts
 from p3data.tokenize.segment import UnigramGuard
 
 # Per process, the sentence and word memos hold at most this many bytes each between batches
@@ -50,9 +50,6 @@ SENTENCE_END = "." + WORD_START
 # segments a word's in Python (0.35 against 20 µs a character, measured on Japanese): a text
 # whose words to segment again hold more than this share of its characters is encoded plainly.
 RESEGMENTED_SHARE = 1 / 64
-# Words longer than this are cut where the model forces a piece boundary (`forced_cuts`): a
-# paragraph written without spaces is one word, its sentences found again in other texts.
-CUT_MIN_CHARS = 16
 # Runs and sentences decomposed for `_resegmented` held at most (a row batch's, a few MB).
 DECOMPOSITIONS_HELD = 4096
 _CUT = "\0"  # marks where to cut a text into sentences, unless the text holds it
@@ -113,7 +110,8 @@ class WordMemo:
         self._cuts = forced_cuts(proto, pieces=pieces)
         # whether a sentence holds a mark before its end: where `_cuts` may cut a word of it
         marks = "".join(pieces.mark_followers)
-        self._mark_inside = re.compile(f"[{re.escape(marks)}].").search if marks else None
+        self._mark_inside = (re.compile(f"[{re.escape(marks)}].", re.DOTALL).search if marks
+                             else None)
         self._guard = (UnigramGuard(proto, self._processor, pieces=pieces)
                        if proto.trainer_spec.model_type == model_pb2.TrainerSpec.UNIGRAM else None)
 
@@ -191,7 +189,7 @@ class WordMemo:
     def _cut(self, key: str) -> list[str]:
         """A word key's parts' keys (`checks.forced_cuts`): each part after the first is keyed
         as a head is (its text followed by ▁), which is what it is to the model."""
-        if len(key) <= CUT_MIN_CHARS:
+        if len(key) <= UNSPACED_MIN_CHARS:  # not text written without spaces
             return [key]
         head = key.endswith(WORD_START)
         parts = self._cuts.findall(key[:-1] if head else key)

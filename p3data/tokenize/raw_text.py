@@ -23,6 +23,10 @@ from p3data.tokenize.checks import RAW_SENTENCE_END, WORD_START
 _WHOLE, _BEHIND, _RUN = "\0", "\1", "\2"
 _FLAGS = (_WHOLE, _BEHIND, _RUN)
 _CUT = _WHOLE  # where `sentences` cuts a run (which holds no flag)
+# Characters without a space past which a text is taken as written without spaces (Chinese,
+# Japanese, Thai): a paragraph of it is one word, which the memo cuts where the model forces a
+# piece boundary (`checks.forced_cuts`), its sentences found again in other texts.
+UNSPACED_MIN_CHARS = 16
 
 
 class RawCuts:
@@ -54,13 +58,13 @@ class RawCuts:
                 last = max(last, *(text.rfind(mark, 0, end) for mark in self.marks))
         if first < 0:
             return [text]
-        head = text[:first + 1]
+        head = self._head(text[:first + 1])
         behind, start = _after(text, last)
         rest = behind + text[start:]
         if last == first:
-            return [head, rest]
+            return [*head, rest]
         behind, start = _after(text, first)
-        return [head, _RUN + behind + text[start:last + 1], rest]
+        return [*head, _RUN + behind + text[start:last + 1], rest]
 
     def sentences(self, run: str) -> list[str]:
         """The keys of a run's pieces, in order: its text with each cut marked (in C: a mark
@@ -91,6 +95,19 @@ class RawCuts:
         for i, text, is_behind in zip(others, self._normalize(texts), behind, strict=True):
             found[i] = text[2:] if is_behind else text  # the ▁ in front and the mark
         return found
+
+    def _head(self, head: str) -> list[str]:
+        """A text's first piece, cut at its last space too where the sentence after that space
+        is written without one (longer than `UNSPACED_MIN_CHARS`): templates that put their
+        own words before a row's text then share its first sentence, as they share its run.
+        Cut as after ". ": the piece before ends in printable ASCII, which the normalizer
+        copies as it is (`ascii_sentences`) and no space removal touches; the piece after
+        normalizes alone with the ▁ put in front for the space."""
+        space = head.rfind(" ")
+        if (len(head) - space <= UNSPACED_MIN_CHARS or space < 1 or not self.ascii_sentences
+                or not _plain_ascii(head[space - 1])):
+            return [head]
+        return [head[:space], head[space + 1:]]
 
     def _holds_mark(self, text: str) -> bool:
         """Whether `text` holds one of the marks (one C scan each: few texts do)."""

@@ -32,7 +32,7 @@ import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from p3data.errors import P3DataError
-from p3data.gc_paused import collection_paused
+from p3data.gc_policy import collection_paused
 from p3data.tokenize.checks import (
     PIECE,
     WORD_START,
@@ -183,9 +183,9 @@ class Tokenizer:
         # the memos hold ~10^5 entries, which every older collection walks: a batch's many
         # small objects (acyclic) would trigger some (~15% of the CPU on new text)
         with collection_paused():
-            return self._memoized_entries(texts, once=once)
+            return self._found_entries(texts, once=once)
 
-    def _memoized_entries(self, texts: Sequence[str], *, once: bool) -> list[Entry]:
+    def _found_entries(self, texts: Sequence[str], *, once: bool) -> list[Entry]:
         if not self._memoized:
             return list(map(_plain, self._processor.encode(list(texts), num_threads=1)))
         memo = self._texts
