@@ -246,3 +246,20 @@ def test_a_first_sentence_without_spaces_is_shared_by_the_templates_around_it(lo
     assert tokenizer.encode(texts) == processor.encode(texts)
     assert [tokenizer.memo.raw_cuts.pieces(text)[0] for text in texts] == ["Doc:", "Content:",
                                                                            first]
+
+
+@pytest.mark.parametrize(("text", "keys"), [
+    ("甲乙。丙丁。戊己", ["甲乙。", "\2\1。丙丁。", "\1。戊己"]),  # head, run, rest
+    ("甲乙。丙丁。", ["甲乙。", "\1。丙丁。"]),  # the mark that ends the text is no cut
+    ("甲乙。", ["甲乙。"]),
+    ("。", ["。"]),
+    ("。。", ["。", "\1。。"]),
+    ("Hi. 甲乙。丙", ["Hi.", "\2甲乙。", "\1。丙"]),  # ". " and a mark, in either order
+    ("甲。Hi. 乙", ["甲。", "\2\1。Hi.", "乙"]),
+    ("甲乙。. ", ["甲乙。", "\2\1。.", ""]),  # ". " that ends the text is a cut
+    ("甲 乙", ["甲 乙"]),
+])
+def test_raw_text_is_cut_at_the_first_and_last_mark(text, keys):
+    """Where the marks and ". " cut raw text (one search each way for all of them)."""
+    cuts = RawCuts("。।", lambda texts: texts, ascii_sentences=True)
+    assert cuts.pieces(text) == keys

@@ -16,6 +16,7 @@ text that holds a flag character is not cut and is one key, flagged `_WHOLE`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from p3data.tokenize.checks import RAW_SENTENCE_END, WORD_START
@@ -42,6 +43,9 @@ class RawCuts:
         self.marks = "".join(mark for mark in marks if not mark.isascii())
         self._normalize = normalize
         self.ascii_sentences = ascii_sentences
+        marks = [re.escape(mark) for mark in self.marks]
+        self._first_cut = re.compile("|".join([re.escape(RAW_SENTENCE_END), *marks])).search
+        self._last_cut = re.compile("|".join([re.escape(RAW_SENTENCE_END[::-1]), *marks])).search
 
     def pieces(self, text: str) -> list[str]:
         """The keys of `text`: its first piece, the run up to its last cut (if it has two
@@ -50,12 +54,7 @@ class RawCuts:
         templates would then not share."""
         if any(map(text.__contains__, _FLAGS)):
             return [_WHOLE + text]
-        first, last = text.find(RAW_SENTENCE_END), text.rfind(RAW_SENTENCE_END)
-        if self._holds_mark(text):
-            end = len(text) - 1
-            if marks := [at for mark in self.marks if (at := text.find(mark, 0, end)) >= 0]:
-                first = min(marks) if first < 0 else min(first, *marks)
-                last = max(last, *(text.rfind(mark, 0, end) for mark in self.marks))
+        first, last = self._first_and_last_cut(text)
         if first < 0:
             return [text]
         head = self._head(text[:first + 1])
@@ -95,6 +94,21 @@ class RawCuts:
         for i, text, is_behind in zip(others, self._normalize(texts), behind, strict=True):
             found[i] = text[2:] if is_behind else text  # the ▁ in front and the mark
         return found
+
+    def _first_and_last_cut(self, text: str) -> tuple[int, int]:
+        """Where the first and the last cut are (the "." of ". ", or the mark), -1 if none: a
+        text with marks is searched once each way, for all of them (a search per mark scanned
+        Chinese text six times)."""
+        if text.isascii() or not self.marks:
+            return text.find(RAW_SENTENCE_END), text.rfind(RAW_SENTENCE_END)
+        found = self._first_cut(text)
+        if found is None or found.start() == len(text) - 1:  # only a mark that ends the text
+            return -1, -1
+        backwards = text[::-1]
+        last = self._last_cut(backwards)
+        if last.start() == 0 and last.group() != RAW_SENTENCE_END[::-1]:
+            last = self._last_cut(backwards, 1)  # the mark that ends the text is no cut
+        return found.start(), len(text) - last.end()
 
     def _head(self, head: str) -> list[str]:
         """A text's first piece, cut at its last space too where the sentence after that space
