@@ -5,6 +5,7 @@ sharding, batching, order, worker or pool storage. Real templates, rows and voca
 from __future__ import annotations
 
 import random
+import tempfile
 from collections import Counter
 
 import numpy as np
@@ -14,11 +15,13 @@ from helpers.fewshot import TaskSplit, catalog, example_bytes, new_tokenizer, no
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from p3data import fs
+from p3data.builder import pool_work
 from p3data.datasets.samples import generate_rows, sample_rows
 from p3data.fewshot import FewshotSettings
 from p3data.fewshot.draws import Draws, draw_key
 from p3data.fewshot.example import assemble, per_choice
-from p3data.fewshot.pool import ExemplarPool, PoolBuilder, input_key
+from p3data.fewshot.pool import POOL_FILES, ExemplarPool, PoolBuilder, input_key
 from p3data.fewshot.stats import FewshotStats
 from p3data.templates.render import NO_LABEL, Rendered
 
@@ -274,3 +277,19 @@ def test_a_pool_collected_in_files_saves_the_same_pool(tmp_path):
     spilled.save(tmp_path / "spilled")
     task.pool().save(tmp_path / "memory")
     assert tree(tmp_path / "spilled") == tree(tmp_path / "memory")
+
+
+def test_a_pool_off_this_disk_is_mapped_from_a_copy_that_leaves_no_files(tmp_path, monkeypatch):
+    """A worker maps a pool kept off this machine's disk (here `memory://`) through a local
+    copy whose names it removes once mapped: the pool reads as saved, and however many pools
+    a worker opens, its temporary folder keeps nothing."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    _long_task().pool().save(tmp_path / "saved")
+    folder = f"memory://{tmp_path.name}/pool"
+    for name in POOL_FILES:
+        fs.write_bytes(fs.join(folder, name), (tmp_path / "saved" / name).read_bytes())
+    pool = pool_work._open(folder)
+    assert list((tmp_path / "tmp").iterdir()) == []
+    pool.save(tmp_path / "again")
+    assert tree(tmp_path / "again") == tree(tmp_path / "saved")

@@ -136,14 +136,19 @@ def _save(folder: str, write: Callable[[str], None]) -> None:
 
 
 def _open(folder: str) -> ExemplarPool:
-    """A pool's files memory-mapped (copied to a local folder first if remote)."""
+    """A pool's files memory-mapped (copied to a local folder first if remote: once mapped,
+    the copy's names are removed, its pages still read, so that no worker leaves copies)."""
     if (local := fs.on_local_disk(folder)) is not None:
         return ExemplarPool.load(local)
     copy = Path(tempfile.mkdtemp(prefix="p3data-pool-"))
-    for name in POOL_FILES:
-        with fs.open_read(fs.join(folder, name)) as source, (copy / name).open("wb") as target:
-            shutil.copyfileobj(source, target)
-    return ExemplarPool.load(copy)
+    try:
+        for name in POOL_FILES:
+            with fs.open_read(fs.join(folder, name)) as source, \
+                    (copy / name).open("wb") as target:
+                shutil.copyfileobj(source, target)
+        return ExemplarPool.load(copy)
+    finally:
+        shutil.rmtree(copy)
 
 
 # Several variants, splits and units of a worker draw from the same pool: mapped once.
